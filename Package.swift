@@ -1,0 +1,22 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "PersistenceKit",
+    products: [
+        .library(name: "PersistenceKit", targets: ["PersistenceKit"]),
+        .library(name: "ModelActorKit", targets: ["ModelActorKit"]),
+    ],
+    targets: [
+        .target(name: "PersistenceKit"),
+        .target(name: "ModelActorKit", dependencies: ["PersistenceKit"]),
+        .executableTarget(
+            name: "Bookshelf",
+            dependencies: ["PersistenceKit"],
+            path: "Examples/Bookshelf"
+        ),
+        .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit"]),
+        .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

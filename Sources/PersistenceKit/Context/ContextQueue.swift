@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An identifier of the calling thread, unique among live threads.
+@inline(__always)
+func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
+}
+
+/// The serial queue of one context: one FIFO of work, and one thread at a time running it.
+///
+/// # Design
+/// A private queue is a lock-protected FIFO drained on Dispatch's global pool, not a
+/// `DispatchQueue`: owning the exclusivity ourselves lets `sync` run the caller's block on
+/// the caller's own thread once the queue is free (like `dispatch_sync`), so a blocked
+/// caller never needs a second thread to make progress. That is what keeps 64 concurrent
+/// `performAndWait` calls from the cooperative pool live on a 2-core machine, and what the
+/// model-actor executor builds on.
+///
+/// A main queue is the main dispatch queue: `async` enqueues there, `sync` runs inline on
+/// the main thread and otherwise waits for the main thread to run the block.
+///
+/// # Invariants
+/// - `active` is true exactly while one thread owns the queue (a drainer or a `sync` caller);
+///   jobs are only taken by the owner.
+/// - `owner` holds the owning thread's ID while it runs work, 0 otherwise. It is written
+///   only by the owner (or under the lock when ownership ends), so a thread that reads its
+///   own ID there really is the owner.
+final class ContextQueue: Sendable {
+    enum Kind: Sendable { case main, privateQueue }
+
+    /// A `sync` caller waiting for its turn; the drainer hands the queue over by signalling.
+    final class Handoff: Sendable {
+        let semaphore = DispatchSemaphore(value: 0)
+    }
+
+    enum Job: Sendable {
+        case block(@Sendable () -> Void)
+        case handoff(Handoff)
+    }
+
+    struct State: ~Copyable {
+        var jobs = FIFOBuffer<Job>()
+        var active = false
+    }
+
+    let kind: Kind
+    let label: String
+    private let state = Mutex(State())
+    private let owner = Atomic<UInt>(0)
+
+    /// Jobs run per drain before the drainer yields its global-pool thread.
+    private static let drainBatch = 128
+
+    init(kind: Kind, label: String) {
+        self.kind = kind
+        self.label = label
+    }
+
+    /// Whether the calling thread is running this queue's work right now.
+    var isCurrent: Bool {
+        switch kind {
+        case .main: Thread.isMainThread
+        case .privateQueue: owner.load(ordering: .relaxed) == currentThreadID()
+        }
+    }
+
+    /// Enqueues `block`; returns at once. Blocks run one at a time in FIFO order.
+    func async(_ block: @escaping @Sendable () -> Void) {
+        switch kind {
+        case .main:
+            DispatchQueue.main.async(execute: block)
+        case .privateQueue:
+            let start = state.withLock { s in
+                s.jobs.append(.block(block))
+                if s.active { return false }
+                s.active = true
+                return true
+            }
+            if start { scheduleDrain() }
+        }
+    }
+
+    /// Runs `body` on this queue and returns its result: inline when the caller already owns
+    /// the queue (reentrancy), otherwise after every block enqueued before it, on the
+    /// caller's own thread (private queues) or on the main thread (main queue).
+    func sync<T>(_ body: () throws -> T) rethrows -> T {
+        switch kind {
+        case .main:
+            if Thread.isMainThread { return try body() }
+            return try DispatchQueue.main.sync(execute: body)
+        case .privateQueue:
+            let me = currentThreadID()
+            if owner.load(ordering: .relaxed) == me { return try body() }
+            let handoff: Handoff? = state.withLock { s in
+                if !s.active {
+                    s.active = true
+                    return nil
+                }
+                let h = Handoff()
+                s.jobs.append(.handoff(h))
+                return h
+            }
+            handoff?.semaphore.wait()
+            owner.store(me, ordering: .relaxed)
+            defer { releaseOwnership() }
+            return try body()
+        }
+    }
+
+    private func scheduleDrain() {
+        DispatchQueue.global().async { self.drain() }
+    }
+
+    /// Runs queued jobs until the queue is empty, a batch is done, or a `sync` caller takes over.
+    private func drain() {
+        owner.store(currentThreadID(), ordering: .relaxed)
+        var ran = 0
+        while true {
+            if ran == Self.drainBatch {
+                // Keep ownership (active stays true) but give the pool thread back.
+                owner.store(0, ordering: .relaxed)
+                scheduleDrain()
+                return
+            }
+            let job: Job? = state.withLock { s in
+                if let j = s.jobs.popFirst() { return j }
+                // Clear the owner under the lock: a new drainer can only start after this.
+                owner.store(0, ordering: .relaxed)
+                s.active = false
+                return nil
+            }
+            guard let job else { return }
+            switch job {
+            case let .block(block):
+                block()
+                ran += 1
+            case let .handoff(h):
+                owner.store(0, ordering: .relaxed)
+                h.semaphore.signal()  // ownership passes to the waiting `sync` caller
+                return
+            }
+        }
+    }
+
+    /// Ends a `sync` caller's turn: the queue goes idle, or a drainer resumes the backlog.
+    private func releaseOwnership() {
+        let more = state.withLock { s in
+            owner.store(0, ordering: .relaxed)
+            if s.jobs.isEmpty {
+                s.active = false
+                return false
+            }
+            return true
+        }
+        if more { scheduleDrain() }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+extension NSManagedObjectContext {
+    /// Whether the context has unsaved inserts, updates or deletes.
+    public var hasChanges: Bool {
+        assertOnQueue("hasChanges")
+        return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
+    }
+
+    /// Objects inserted and not saved yet.
+    public var insertedObjects: Set<NSManagedObject> {
+        assertOnQueue("insertedObjects")
+        return insertedSet
+    }
+
+    /// Objects changed since they were fetched or saved (not counting inserted or deleted ones).
+    public var updatedObjects: Set<NSManagedObject> {
+        assertOnQueue("updatedObjects")
+        return updatedSet
+    }
+
+    /// Objects deleted and not saved yet.
+    public var deletedObjects: Set<NSManagedObject> {
+        assertOnQueue("deletedObjects")
+        return deletedSet
+    }
+
+    /// Every object the context holds, faults included.
+    public var registeredObjects: Set<NSManagedObject> {
+        assertOnQueue("registeredObjects")
+        return Set(registeredByID.values)
+    }
+
+    /// Registers a new object for insertion at the next save and calls its
+    /// `awakeFromInsert()`. Inserting an object already inserted here does nothing;
+    /// inserting an object deleted here undoes the deletion.
+    ///
+    /// Traps when the object belongs to another context or to another model.
+    public func insert(_ object: NSManagedObject) {
+        assertOnQueue("insert(_:)", object: object)
+        if object.managedObjectContext === self {
+            if object.flags.contains(.deleted) {
+                object.flags.remove(.deleted)
+                deletedSet.remove(object)
+                pendingDeletes.removeAll { $0 === object }
+                unprocessed.deleted.remove(object)
+            }
+            return
+        }
+        guard object.managedObjectContext == nil, !object.flags.contains(.invalidated) else {
+            preconditionFailure(
+                "PersistenceKit: insert(_:) — \(object.objectID) already belongs to context "
+                    + "'\(object.managedObjectContext?.debugName ?? "another context")' or was removed from one; it cannot "
+                    + "be inserted into '\(debugName)'. Rule: an object lives in one context; use object(with:) to get "
+                    + "it in another.")
+        }
+        guard object.entity.managedObjectModel === coordinator.managedObjectModel else {
+            preconditionFailure(
+                "PersistenceKit: insert(_:) — entity '\(object.entity.name)' is not part of the model of context "
+                    + "'\(debugName)'. Rule: objects must be created from the entity descriptions of the context's model.")
+        }
+        object.managedObjectContext = self
+        object.flags = [.inserted]
+        insertionCounter += 1
+        object.insertionSequence = insertionCounter
+        registeredByID[object.objectID] = object
+        insertedSet.insert(object)
+        unprocessed.inserted.insert(object)
+        object.awakeFromInsert()
+    }
+
+    /// Marks an object for deletion at the next save. Delete rules run when pending
+    /// changes are processed (at the end of the perform block, before a fetch or save, or
+    /// when you call `processPendingChanges()`).
+    ///
+    /// Traps when the object is not registered in this context.
+    public func delete(_ object: NSManagedObject) {
+        assertOnQueue("delete(_:)", object: object)
+        guard object.managedObjectContext === self else {
+            preconditionFailure(
+                "PersistenceKit: delete(_:) — \(object.objectID) is not in context '\(debugName)'. Rule: delete an "
+                    + "object through the context that holds it.")
+        }
+        if object.flags.contains(.deleted) { return }
+        object.prepareForAccess("delete(_:)")  // delete rules and deny checks need the values
+        object.flags.insert(.deleted)
+        object.flags.remove(.updated)
+        updatedSet.remove(object)
+        deletedSet.insert(object)
+        pendingDeletes.append(object)
+        unprocessed.deleted.insert(object)
+        unprocessed.updated.remove(object)
+    }
+
+    /// Called by objects whenever one of their values changes.
+    func objectDidChange(_ object: NSManagedObject) {
+        if !object.flags.isDisjoint(with: [.inserted, .deleted]) { return }
+        if !object.flags.contains(.updated) {
+            object.flags.insert(.updated)
+            updatedSet.insert(object)
+        }
+        unprocessed.updated.insert(object)
+    }
+
+    /// Applies delete rules to pending deletions and posts
+    /// `NSManagedObjectContextObjectsDidChange` for the changes made since the last call.
+    public func processPendingChanges() {
+        assertOnQueue("processPendingChanges()")
+        applyDeleteRules()
+        if unprocessed.isEmpty { return }
+        let changes = unprocessed
+        unprocessed = PendingChanges()
+        var info: [AnyHashable: Any] = [:]
+        if !changes.inserted.isEmpty { info[NSInsertedObjectsKey] = changes.inserted }
+        if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
+        if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
+        post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
+    }
+
+    /// Runs delete rules for every pending deletion, including deletions they cascade to.
+    private func applyDeleteRules() {
+        while !pendingDeletes.isEmpty {
+            let object = pendingDeletes.removeFirst()
+            object.prepareForDeletion()
+            for case let r as NSRelationshipDescription in object.entity.properties {
+                guard let inverse = r.inverseRelationship else { continue }
+                let targets: [NSManagedObject] =
+                    r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
+                switch r.deleteRule {
+                case .nullifyDeleteRule:
+                    for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
+                case .cascadeDeleteRule:
+                    for t in targets where !t.flags.contains(.invalidated) {
+                        if t.flags.contains(.deleted) {
+                            t.unlink(object, at: inverse.index)
+                        } else {
+                            delete(t)
+                        }
+                    }
+                case .denyDeleteRule, .noActionDeleteRule:
+                    break
+                }
+            }
+            if object.flags.contains(.inserted) {
+                // Inserted then deleted before any save: the object simply goes away.
+                insertedSet.remove(object)
+                deletedSet.remove(object)
+                unprocessed.inserted.remove(object)
+                unprocessed.deleted.remove(object)
+                registeredByID[object.objectID] = nil
+                object.invalidate()
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+extension NSManagedObjectContext {
+    /// Merges a save made by another context of the same coordinator, from its
+    /// `NSManagedObjectContextDidSave` (or did-save-object-IDs) notification.
+    ///
+    /// Updated objects registered here are refreshed, keeping this context's own unsaved
+    /// changes on top; deleted objects are removed from this context; inserted objects are
+    /// registered as faults. Then `NSManagedObjectContextObjectsDidChange` (with merged
+    /// updates under ``NSRefreshedObjectsKey``) and `didMergeChangesObjectIDsNotification`
+    /// are posted on this context's queue. Call it on this context's queue.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        assertOnQueue("mergeChanges(fromContextDidSave:)")
+        mergeSavedChanges(Self.changes(from: notification.userInfo ?? [:], coordinator: coordinator))
+    }
+
+    /// Merges changes described by a dictionary of object IDs or URIs — the keys of a did-save
+    /// notification (``NSInsertedObjectsKey``… or ``NSInsertedObjectIDsKey``…) with values
+    /// that are collections of `NSManagedObjectID`, `NSManagedObject` or ID `URL`s — into each
+    /// context, on each context's queue (this call waits for them).
+    public static func mergeChanges(fromRemoteContextSave changeNotificationData: [AnyHashable: Any], into contexts: [NSManagedObjectContext]) {
+        for context in contexts {
+            context.performAndWait {
+                context.mergeSavedChanges(changes(from: changeNotificationData, coordinator: context.coordinator))
+            }
+        }
+    }
+
+    /// Extracts object IDs from a notification's user info.
+    private static func changes(from info: [AnyHashable: Any], coordinator: NSPersistentStoreCoordinator) -> SavedChanges {
+        func ids(_ keys: [String]) -> [NSManagedObjectID] {
+            var result: [NSManagedObjectID] = []
+            var seen = Set<NSManagedObjectID>()
+            for key in keys {
+                guard let value = info[key] else { continue }
+                let items: [Any]
+                if let s = value as? Set<NSManagedObject> {
+                    items = Array(s)
+                } else if let s = value as? Set<NSManagedObjectID> {
+                    items = Array(s)
+                } else if let s = value as? Set<URL> {
+                    items = Array(s)
+                } else if let a = value as? [Any] {
+                    items = a
+                } else {
+                    items = []
+                }
+                for item in items {
+                    let id: NSManagedObjectID?
+                    switch item {
+                    case let o as NSManagedObject: id = o.objectID
+                    case let i as NSManagedObjectID: id = i
+                    case let u as URL: id = coordinator.managedObjectID(forURIRepresentation: u)
+                    default: id = nil
+                    }
+                    if let id, !id.isTemporaryID, seen.insert(id).inserted { result.append(id) }
+                }
+            }
+            return result
+        }
+        return SavedChanges(
+            inserted: ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey]),
+            updated: ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey]),
+            deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]))
+    }
+
+    /// Applies another context's save to this one (on this context's queue).
+    func mergeSavedChanges(_ changes: SavedChanges) {
+        assertOnQueue("merging changes")
+        var inserted = Set<NSManagedObject>()
+        var refreshed = Set<NSManagedObject>()
+        var deleted = Set<NSManagedObject>()
+        for id in changes.inserted where coordinator.owns(id) {
+            inserted.insert(object(with: id))
+        }
+        for id in changes.updated {
+            guard let o = registeredByID[id] else { continue }
+            let row = id.rowID.flatMap { changes.rows[$0] } ?? rowForFault(o)
+            guard let row else { continue }
+            if o.flags.contains(.fault) {
+                o.snapshot = row
+            } else {
+                rebase(o, onto: row)
+            }
+            refreshed.insert(o)
+        }
+        for id in changes.deleted {
+            guard let o = registeredByID[id] else { continue }
+            registeredByID[id] = nil
+            insertedSet.remove(o)
+            updatedSet.remove(o)
+            deletedSet.remove(o)
+            unprocessed.updated.remove(o)
+            unprocessed.deleted.remove(o)
+            deleted.insert(o)
+        }
+        // Objects that pointed at deleted ones let go of them (the saver's changes to those
+        // objects arrive as updates; this covers registered objects with stale values).
+        for o in deleted { o.invalidate() }
+        if inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty { return }
+        var info: [AnyHashable: Any] = [:]
+        if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
+        if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
+        if !deleted.isEmpty { info[NSDeletedObjectsKey] = deleted }
+        post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
+        let merged = SavedChanges(
+            inserted: inserted.map(\.objectID), updated: refreshed.map(\.objectID), deleted: deleted.map(\.objectID))
+        postObjectIDs(NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: merged.updated)
+    }
+
+    /// Moves a loaded object onto a newer store row, keeping the properties it changed
+    /// since its old snapshot.
+    func rebase(_ o: NSManagedObject, onto row: StoreRow) {
+        let changed = o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) }
+        let transient = o.entity.properties.indices.filter { o.entity.properties[$0].isTransient }
+        var slots = o.decode(row)
+        for i in changed + transient { slots[i] = o.slots[i] }
+        o.slots = slots
+        o.snapshot = row
+        if changed.isEmpty && o.flags.contains(.updated) {
+            o.flags.remove(.updated)
+            updatedSet.remove(o)
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+extension Notification.Name {
+    /// Posted by a context when its objects changed (after `processPendingChanges()`), with
+    /// the objects under ``NSInsertedObjectsKey``, ``NSUpdatedObjectsKey``,
+    /// ``NSDeletedObjectsKey``, ``NSRefreshedObjectsKey``, ``NSInvalidatedObjectsKey`` or
+    /// ``NSInvalidatedAllObjectsKey``. Posted on the context's queue; `object` is the context.
+    public static let NSManagedObjectContextObjectsDidChange = Notification.Name("NSObjectsChangedInManagingContextNotification")
+    /// Posted by a context at the start of a save, on its queue, with no user info.
+    public static let NSManagedObjectContextWillSave = Notification.Name("NSManagingContextWillSaveChangesNotification")
+    /// Posted by a context after a save reached the store, on its queue, with the saved
+    /// objects as sets of `NSManagedObject` under the inserted/updated/deleted keys. Pass it
+    /// to another context's `mergeChanges(fromContextDidSave:)`.
+    public static let NSManagedObjectContextDidSave = Notification.Name("NSManagingContextDidSaveChangesNotification")
+}
+
+/// Key for inserted objects (a `Set<NSManagedObject>`) in context notifications.
+public let NSInsertedObjectsKey = "inserted"
+/// Key for updated objects in context notifications.
+public let NSUpdatedObjectsKey = "updated"
+/// Key for deleted objects in context notifications.
+public let NSDeletedObjectsKey = "deleted"
+/// Key for refreshed objects (refreshed, or updated by a merge) in objects-did-change.
+public let NSRefreshedObjectsKey = "refreshed"
+/// Key for objects removed from the context (for example inserts discarded by rollback).
+public let NSInvalidatedObjectsKey = "invalidated"
+/// Key present when a reset removed every object; its value is the array of their IDs.
+public let NSInvalidatedAllObjectsKey = "invalidatedAll"
+/// Key for inserted object IDs (a `Set<NSManagedObjectID>`) in object-ID notifications.
+public let NSInsertedObjectIDsKey = "inserted_objectIDs"
+/// Key for updated object IDs in object-ID notifications.
+public let NSUpdatedObjectIDsKey = "updated_objectIDs"
+/// Key for deleted object IDs in object-ID notifications.
+public let NSDeletedObjectIDsKey = "deleted_objectIDs"
+/// Key for refreshed object IDs in object-ID notifications.
+public let NSRefreshedObjectIDsKey = "refreshed_objectIDs"
+/// Key for invalidated object IDs in object-ID notifications.
+public let NSInvalidatedObjectIDsKey = "invalidated_objectIDs"
+
+extension NSManagedObjectContext {
+    /// Same as `Notification.Name.NSManagedObjectContextObjectsDidChange`.
+    public static let didChangeObjectsNotification = Notification.Name.NSManagedObjectContextObjectsDidChange
+    /// Same as `Notification.Name.NSManagedObjectContextWillSave`.
+    public static let willSaveObjectsNotification = Notification.Name.NSManagedObjectContextWillSave
+    /// Same as `Notification.Name.NSManagedObjectContextDidSave`.
+    public static let didSaveObjectsNotification = Notification.Name.NSManagedObjectContextDidSave
+    /// Posted after a save with only object IDs (`Set<NSManagedObjectID>` under
+    /// ``NSInsertedObjectIDsKey`` and friends), so it is safe to hand to any thread.
+    public static let didSaveObjectIDsNotification = Notification.Name("NSManagedObjectContextDidSaveObjectIDsNotification")
+    /// Posted by a context after it merged changes, with the merged object IDs.
+    public static let didMergeChangesObjectIDsNotification = Notification.Name(
+        "NSManagedObjectContextDidMergeChangesObjectIDsNotification")
+
+    /// The user-info keys of context notifications, as Core Data's `NotificationKey`.
+    public struct NotificationKey: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let insertedObjects = NotificationKey(rawValue: NSInsertedObjectsKey)
+        public static let updatedObjects = NotificationKey(rawValue: NSUpdatedObjectsKey)
+        public static let deletedObjects = NotificationKey(rawValue: NSDeletedObjectsKey)
+        public static let refreshedObjects = NotificationKey(rawValue: NSRefreshedObjectsKey)
+        public static let invalidatedObjects = NotificationKey(rawValue: NSInvalidatedObjectsKey)
+        public static let invalidatedAllObjects = NotificationKey(rawValue: NSInvalidatedAllObjectsKey)
+        public static let insertedObjectIDs = NotificationKey(rawValue: NSInsertedObjectIDsKey)
+        public static let updatedObjectIDs = NotificationKey(rawValue: NSUpdatedObjectIDsKey)
+        public static let deletedObjectIDs = NotificationKey(rawValue: NSDeletedObjectIDsKey)
+        public static let refreshedObjectIDs = NotificationKey(rawValue: NSRefreshedObjectIDsKey)
+        public static let invalidatedObjectIDs = NotificationKey(rawValue: NSInvalidatedObjectIDsKey)
+    }
+
+    /// The object IDs one save inserted, updated and deleted.
+    public struct ObjectIDChanges: Sendable, Hashable {
+        /// IDs of inserted objects (permanent IDs).
+        public var inserted: Set<NSManagedObjectID>
+        /// IDs of updated objects.
+        public var updated: Set<NSManagedObjectID>
+        /// IDs of deleted objects.
+        public var deleted: Set<NSManagedObjectID>
+    }
+
+    /// An asynchronous sequence of the object IDs of every save of this context, from the
+    /// moment of the call; it ends when the context is deallocated or the consumer stops.
+    /// May be called from any thread.
+    public func didSaveObjectIDs() -> AsyncStream<ObjectIDChanges> {
+        let (stream, continuation) = AsyncStream<ObjectIDChanges>.makeStream(bufferingPolicy: .unbounded)
+        let key = UUID()
+        didSaveStreams.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.didSaveStreams.withLock { _ = $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    func publishDidSave(_ changes: SavedChanges) {
+        let value = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
+        let continuations = didSaveStreams.withLock { Array($0.values) }
+        for c in continuations { c.yield(value) }
+    }
+
+    /// Posts a notification from this context (the caller is on the context's queue).
+    func post(_ name: Notification.Name, userInfo: [AnyHashable: Any]?) {
+        NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
+    }
+
+    /// Posts an object-ID notification for a save or merge.
+    func postObjectIDs(_ name: Notification.Name, _ changes: SavedChanges, refreshed: [NSManagedObjectID] = []) {
+        var info: [AnyHashable: Any] = [:]
+        if !changes.inserted.isEmpty { info[NSInsertedObjectIDsKey] = Set(changes.inserted) }
+        if !changes.updated.isEmpty { info[NSUpdatedObjectIDsKey] = Set(changes.updated) }
+        if !changes.deleted.isEmpty { info[NSDeletedObjectIDsKey] = Set(changes.deleted) }
+        if !refreshed.isEmpty { info[NSRefreshedObjectIDsKey] = Set(refreshed) }
+        post(name, userInfo: info)
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+
+extension NSManagedObjectContext {
+    /// The entity that the context's model maps `type` to, or a trap naming the class.
+    func entityDescription(for type: NSManagedObject.Type) -> NSEntityDescription {
+        guard let entity = coordinator.managedObjectModel.entity(for: type) else {
+            preconditionFailure(
+                "PersistenceKit: \(type).init(context:) — the model of context '\(debugName)' has no entity for class "
+                    + "\(type). Rule: build the model from this class (NSManagedObjectModel(managedObjectClasses:)) or "
+                    + "set an entity's managedObjectClass to it.")
+        }
+        return entity
+    }
+
+    /// The object for `objectID`: the registered one, or a new fault that loads its values on
+    /// first access. Never fetches; a fault for a row that does not exist traps when read
+    /// (use ``existingObject(with:)`` to check).
+    ///
+    /// Traps when the ID belongs to another coordinator, or is a temporary ID of an object
+    /// that is not registered here.
+    public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
+        assertOnQueue("object(with:)")
+        if let o = registeredByID[objectID] { return o }
+        guard coordinator.owns(objectID) else {
+            preconditionFailure(
+                "PersistenceKit: object(with: \(objectID)) — the ID belongs to another coordinator or store than "
+                    + "context '\(debugName)' uses. Rule: object IDs only work with the coordinator that made them; "
+                    + "use managedObjectID(forURIRepresentation:) on this coordinator.")
+        }
+        guard let row = objectID.rowID else {
+            preconditionFailure(
+                "PersistenceKit: object(with: \(objectID)) — a temporary ID only names an object in the context that "
+                    + "inserted it. Rule: save or obtainPermanentIDs(for:) before passing IDs between contexts.")
+        }
+        return fault(for: objectID, row: row)
+    }
+
+    /// The object for `objectID`, loaded from the store if it is not registered or is a fault.
+    ///
+    /// - Throws: ``CoreDataError`` `.managedObjectReferentialIntegrity` when no such object
+    ///   exists (never saved, or deleted), `.managedObjectExternalRelationship` when the ID
+    ///   belongs to another coordinator.
+    public func existingObject(with objectID: NSManagedObjectID) throws -> NSManagedObject {
+        assertOnQueue("existingObject(with:)")
+        if let o = registeredByID[objectID], !o.flags.contains(.fault) { return o }
+        guard coordinator.owns(objectID) else {
+            throw CoreDataError(
+                .managedObjectExternalRelationship, objectID: objectID,
+                "the object ID belongs to another coordinator or store than context '\(debugName)' uses; "
+                    + "resolve its URI with this coordinator's managedObjectID(forURIRepresentation:).")
+        }
+        guard let rowID = objectID.rowID else {
+            throw CoreDataError(
+                .managedObjectReferentialIntegrity, objectID: objectID,
+                "no object with this temporary ID is in context '\(debugName)'; temporary IDs are local to the "
+                    + "inserting context until it saves.")
+        }
+        let store = try coordinator.primaryStore(for: "existingObject(with:)")
+        guard let row = try store.fetchRow(rowID) else {
+            throw CoreDataError(
+                .managedObjectReferentialIntegrity, objectID: objectID,
+                "the object does not exist in the store (it was deleted or never saved).")
+        }
+        if let o = registeredByID[objectID] {
+            o.snapshot = row
+            o.fireFault()
+            return o
+        }
+        let o = fault(for: objectID, row: rowID)
+        o.snapshot = row
+        o.fireFault()
+        return o
+    }
+
+    /// The object registered for `objectID` in this context, or `nil`. Never creates or loads.
+    public func registeredObject(for objectID: NSManagedObjectID) -> NSManagedObject? {
+        assertOnQueue("registeredObject(for:)")
+        return registeredByID[objectID]
+    }
+
+    /// Gives the objects that still have temporary IDs their permanent IDs now (saving does
+    /// it too). The objects stay inserted.
+    ///
+    /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error.
+    public func obtainPermanentIDs(for objects: [NSManagedObject]) throws {
+        assertOnQueue("obtainPermanentIDs(for:)")
+        let temporary = objects.filter { $0.objectID.isTemporaryID }
+        if temporary.isEmpty { return }
+        for o in temporary where o.managedObjectContext !== self {
+            preconditionFailure("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
+        }
+        let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
+        let rows = try allocateRows(for: temporary, in: store)
+        for o in temporary {
+            if let row = rows[ObjectIdentifier(o)] { assignPermanentID(row, store: store, to: o) }
+        }
+    }
+
+    /// New row IDs for objects with temporary IDs, allocated per entity in insertion order.
+    func allocateRows(for objects: [NSManagedObject], in store: any PersistentStore) throws -> [ObjectIdentifier: StoreRowID] {
+        var byEntity: [Int32: [NSManagedObject]] = [:]
+        for o in objects.sorted(by: { $0.insertionSequence < $1.insertionSequence }) {
+            byEntity[o.entity.index, default: []].append(o)
+        }
+        var result: [ObjectIdentifier: StoreRowID] = [:]
+        for (entity, list) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let keys = try store.allocatePrimaryKeys(entity: entity, count: list.count)
+            for (o, key) in zip(list, keys) { result[ObjectIdentifier(o)] = StoreRowID(entity: entity, primaryKey: key) }
+        }
+        return result
+    }
+
+    /// Re-registers an object under its new permanent ID.
+    func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
+        registeredByID[object.objectID] = nil
+        object.objectID = NSManagedObjectID(entity: object.entity, row: row, store: store.identifier)
+        registeredByID[object.objectID] = object
+    }
+
+    /// The registered object for a store row, or a new fault for it.
+    func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {
+        guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
+            preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")
+        }
+        let id = NSManagedObjectID(entity: entity, row: row, store: store.identifier)
+        if let o = registeredByID[id] { return o }
+        return fault(for: id, row: row)
+    }
+
+    /// Registers a new fault for a permanent ID.
+    func fault(for id: NSManagedObjectID, row: StoreRowID) -> NSManagedObject {
+        let o = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+        o.objectID = id
+        o.slots = []
+        o.flags = [.fault]
+        o.managedObjectContext = self
+        registeredByID[id] = o
+        return o
+    }
+
+    /// Registers (or updates) the object for a fetched row, leaving it a fault that holds
+    /// the row. A registered object with unsaved changes keeps its changes.
+    func register(_ row: StoreRow, entity: NSEntityDescription, store: any PersistentStore) -> NSManagedObject {
+        let id = NSManagedObjectID(entity: entity, row: row.id, store: store.identifier)
+        if let o = registeredByID[id] {
+            if o.flags.contains(.fault) { o.snapshot = row }
+            return o
+        }
+        let o = fault(for: id, row: row.id)
+        o.snapshot = row
+        return o
+    }
+
+    /// The row to fill a fault with, straight from the store.
+    func rowForFault(_ object: NSManagedObject) -> StoreRow? {
+        guard let row = object.objectID.rowID, let store = try? coordinator.primaryStore(for: "firing a fault") else {
+            return nil
+        }
+        return try? store.fetchRow(row)
+    }
+}

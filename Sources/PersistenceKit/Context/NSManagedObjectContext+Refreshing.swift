@@ -1,0 +1,85 @@
+import Foundation
+
+extension NSManagedObjectContext {
+    /// Updates an object from the store.
+    ///
+    /// With `flag == false` the object's unsaved changes are discarded and it becomes a fault
+    /// that reloads from the store on next access. With `flag == true` its values are
+    /// reloaded and its unsaved changes are kept on top (an unchanged object just becomes a
+    /// fault). Inserted objects are left alone. Posts objects-did-change with the object under
+    /// ``NSRefreshedObjectsKey``.
+    public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
+        assertOnQueue("refresh(_:mergeChanges:)", object: object)
+        guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
+        refreshOne(object, mergeChanges: flag)
+        post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSRefreshedObjectsKey: Set([object])])
+    }
+
+    private func refreshOne(_ object: NSManagedObject, mergeChanges flag: Bool) {
+        if flag && object.flags.contains(.updated) && !object.flags.contains(.fault) {
+            if let row = rowForFault(object) { rebase(object, onto: row) }
+            return
+        }
+        if object.flags.contains(.deleted) && flag { return }
+        updatedSet.remove(object)
+        unprocessed.updated.remove(object)
+        object.flags.remove(.updated)
+        if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.snapshot = nil }
+    }
+
+    /// Refreshes every registered object with `mergeChanges: true`: unchanged objects become
+    /// faults, changed objects reload and keep their unsaved changes.
+    public func refreshAllObjects() {
+        assertOnQueue("refreshAllObjects()")
+        var refreshed = Set<NSManagedObject>()
+        for o in registeredByID.values where !o.flags.contains(.inserted) && !o.flags.contains(.deleted) {
+            refreshOne(o, mergeChanges: true)
+            refreshed.insert(o)
+        }
+        if !refreshed.isEmpty {
+            post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSRefreshedObjectsKey: refreshed])
+        }
+    }
+
+    /// Discards every unsaved change: inserted objects leave the context, deleted objects
+    /// come back, updated objects return to their last saved values.
+    public func rollback() {
+        assertOnQueue("rollback()")
+        let inserted = insertedSet
+        var restored = Set<NSManagedObject>()
+        for o in inserted {
+            registeredByID[o.objectID] = nil
+            o.invalidate()
+        }
+        for o in updatedSet.union(deletedSet) {
+            o.flags.subtract([.updated, .deleted])
+            if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }
+            restored.insert(o)
+        }
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        pendingDeletes = []
+        unprocessed = PendingChanges()
+        var info: [AnyHashable: Any] = [:]
+        if !inserted.isEmpty { info[NSInvalidatedObjectsKey] = inserted }
+        if !restored.isEmpty { info[NSRefreshedObjectsKey] = restored }
+        if !info.isEmpty { post(.NSManagedObjectContextObjectsDidChange, userInfo: info) }
+    }
+
+    /// Forgets every object: all registered objects are invalidated (using one afterwards
+    /// traps) and unsaved changes are lost. Posts objects-did-change with
+    /// ``NSInvalidatedAllObjectsKey``.
+    public func reset() {
+        assertOnQueue("reset()")
+        let ids = Array(registeredByID.keys)
+        for o in registeredByID.values { o.invalidate() }
+        registeredByID = [:]
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+        pendingDeletes = []
+        unprocessed = PendingChanges()
+        post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSInvalidatedAllObjectsKey: ids])
+    }
+}

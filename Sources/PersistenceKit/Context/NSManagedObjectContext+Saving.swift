@@ -1,0 +1,217 @@
+import Foundation
+
+/// What one save changed, in a form that can cross to other contexts' queues.
+struct SavedChanges: Sendable {
+    var inserted: [NSManagedObjectID] = []
+    var updated: [NSManagedObjectID] = []
+    var deleted: [NSManagedObjectID] = []
+    /// The rows as committed, so merging contexts need not read them back.
+    var rows: [StoreRowID: StoreRow] = [:]
+}
+
+// The save pipeline:
+//   process pending changes (delete rules) → will-save notification and willSave() hooks
+//   → validation (every error of every object, reported together) → permanent IDs
+//   → one store transaction, with optimistic-lock versions → merge policy on conflict
+//   → object state, didSave() hooks, did-save notifications, automatic merges elsewhere.
+// Nothing in the context changes before the store has committed, so a failed save leaves
+// the store untouched and the context's pending changes exactly as they were (merge
+// policies other than the default error policy are the exception: resolving a conflict
+// rewrites the conflicting objects, as in Core Data).
+extension NSManagedObjectContext {
+    /// Saves the context's inserts, updates and deletes to the store as one atomic
+    /// transaction. Does nothing when there are no changes.
+    ///
+    /// - Throws: ``CoreDataError``: a validation code (several problems come back together as
+    ///   `.validationMultipleErrors`, one detailed error per problem and object);
+    ///   `.managedObjectMerge` with the conflicts when another context saved the same objects
+    ///   first and the merge policy is ``NSErrorMergePolicy``; `.coreData` when no store is
+    ///   loaded; `.persistentStoreSave` when the store fails. After a thrown error the store
+    ///   holds nothing of this save and the context keeps its changes.
+    public func save() throws {
+        assertOnQueue("save()")
+        precondition(
+            !isSaving,
+            "PersistenceKit: save() called on context '\(debugName)' while it is already saving (from willSave/didSave "
+                + "or a will-save observer). Rule: do not save recursively.")
+        processPendingChanges()
+        guard !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty else { return }
+        let store = try coordinator.primaryStore(for: "save()")
+        isSaving = true
+        defer { isSaving = false }
+
+        post(.NSManagedObjectContextWillSave, userInfo: nil)
+        for o in objectsInSaveOrder(insertedSet) + objectsInSaveOrder(updatedSet) + objectsInSaveOrder(deletedSet) {
+            o.willSave()
+        }
+        processPendingChanges()
+        try validatePendingChanges()
+
+        let newRows = try allocateRows(for: insertedSet.filter { $0.objectID.isTemporaryID }.map { $0 }, in: store)
+        for attempt in 1...16 {
+            let transaction = makeTransaction(newRows: newRows)
+            let result: StoreCommitResult
+            do {
+                result = try coordinator.commit(transaction, to: store)
+            } catch let error as CoreDataError {
+                throw error
+            } catch {
+                throw CoreDataError(
+                    .persistentStoreSave, "the store failed to save: \(error). Nothing of this save was written; "
+                        + "the context keeps its changes.")
+            }
+            switch result {
+            case let .committed(rows):
+                finishSave(committed: rows, newRows: newRows, store: store)
+                return
+            case let .conflicts(conflicts):
+                try resolve(conflicts, store: store, finalAttempt: attempt == 16)
+            }
+        }
+    }
+
+    /// Objects ordered for hooks, validation and key allocation: insertion order, then ID.
+    func objectsInSaveOrder(_ set: Set<NSManagedObject>) -> [NSManagedObject] {
+        set.sorted {
+            if $0.insertionSequence != $1.insertionSequence { return $0.insertionSequence < $1.insertionSequence }
+            let a = $0.objectID.rowID, b = $1.objectID.rowID
+            if let a, let b { return a < b }
+            return a == nil && b != nil
+        }
+    }
+
+    /// Runs the validate hooks of every changed object and reports all failures at once.
+    private func validatePendingChanges() throws {
+        var errors: [any Error] = []
+        func collect(_ body: () throws -> Void) {
+            do { try body() } catch { errors.append(error) }
+        }
+        for o in objectsInSaveOrder(insertedSet) { collect { try o.validateForInsert() } }
+        for o in objectsInSaveOrder(updatedSet) { collect { try o.validateForUpdate() } }
+        for o in objectsInSaveOrder(deletedSet) { collect { try o.validateForDelete() } }
+        if errors.count == 1 { throw errors[0] }
+        let typed = errors.map { e -> CoreDataError in
+            (e as? CoreDataError) ?? CoreDataError(.managedObjectValidation, "\(e)")
+        }
+        if let combined = CoreDataError.combining(typed) { throw combined }
+    }
+
+    /// The store transaction for the current changes.
+    private func makeTransaction(newRows: [ObjectIdentifier: StoreRowID]) -> StoreTransaction {
+        let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? newRows[ObjectIdentifier(o)] }
+        func encode(_ o: NSManagedObject) -> [StoreValue] {
+            o.entity.properties.indices.map { i in
+                o.entity.properties[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor)
+            }
+        }
+        var t = StoreTransaction()
+        for o in objectsInSaveOrder(insertedSet) {
+            guard let id = rowFor(o) else { continue }
+            t.inserts.append(StoreRow(id: id, version: 0, values: encode(o)))
+        }
+        for o in objectsInSaveOrder(updatedSet) {
+            guard let id = o.objectID.rowID, let snapshot = o.snapshot else { continue }
+            guard o.entity.properties.indices.contains(where: { o.persistentValueDiffers(at: $0) }) else { continue }
+            t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
+        }
+        for o in objectsInSaveOrder(deletedSet) {
+            guard let id = o.objectID.rowID, let snapshot = o.snapshot else { continue }
+            t.deletes.append((id: id, expectedVersion: snapshot.version))
+        }
+        return t
+    }
+
+    /// Applies the merge policy to conflicting objects, or throws the conflicts.
+    private func resolve(_ conflicts: [StoreConflict], store: any PersistentStore, finalAttempt: Bool) throws {
+        let model = coordinator.managedObjectModel
+        var objects: [(StoreConflict, NSManagedObject)] = []
+        var reported: [NSMergeConflict] = []
+        for c in conflicts {
+            guard let entity = model.entity(at: c.id.entity) else { continue }
+            let id = NSManagedObjectID(entity: entity, row: c.id, store: store.identifier)
+            reported.append(
+                NSMergeConflict(objectID: id, oldVersionNumber: Int(c.expectedVersion), newVersionNumber: Int(c.current?.version ?? 0)))
+            if let o = registeredByID[id] { objects.append((c, o)) }
+        }
+        let policy = mergePolicyStorage.mergeType
+        let updatedButGone = conflicts.contains { $0.current == nil }
+        if policy == .errorMergePolicyType || updatedButGone || finalAttempt {
+            throw CoreDataError(
+                .managedObjectMerge,
+                "the save conflicts with changes saved elsewhere since these objects were read "
+                    + "(\(reported.map(\.description).joined(separator: "; "))). Nothing was written. Refresh the objects "
+                    + "(refresh(_:mergeChanges:)) and save again, or set a merge policy such as "
+                    + "NSMergeByPropertyObjectTrumpMergePolicy.",
+                conflicts: reported)
+        }
+        for (c, o) in objects {
+            guard let current = c.current, let ancestor = o.snapshot else { continue }
+            switch policy {
+            case .errorMergePolicyType:
+                break
+            case .overwriteMergePolicyType:
+                o.snapshot = StoreRow(id: ancestor.id, version: current.version, values: ancestor.values)
+            case .rollbackMergePolicyType:
+                o.install(current)
+                o.flags.subtract([.updated, .deleted])
+                updatedSet.remove(o)
+                deletedSet.remove(o)
+            case .mergeByPropertyObjectTrumpMergePolicyType:
+                let mine = Set(o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) })
+                let theirs = o.decode(current)
+                o.snapshot = current
+                for i in o.entity.properties.indices where !mine.contains(i) && !o.entity.properties[i].isTransient {
+                    o.slots[i] = theirs[i]
+                }
+            case .mergeByPropertyStoreTrumpMergePolicyType:
+                let theirs = o.decode(current)
+                for i in o.entity.properties.indices where !o.entity.properties[i].isTransient {
+                    let before = i < ancestor.values.count ? ancestor.values[i] : .null
+                    let after = i < current.values.count ? current.values[i] : .null
+                    if before != after { o.slots[i] = theirs[i] }
+                }
+                o.snapshot = current
+            }
+        }
+    }
+
+    /// Updates object state after the store committed, then announces the save.
+    private func finishSave(committed: [StoreRow], newRows: [ObjectIdentifier: StoreRowID], store: any PersistentStore) {
+        let rows = Dictionary(committed.map { ($0.id, $0) }, uniquingKeysWith: { _, b in b })
+        let inserted = objectsInSaveOrder(insertedSet)
+        let updated = objectsInSaveOrder(updatedSet)
+        let deleted = objectsInSaveOrder(deletedSet)
+        insertedSet = []
+        updatedSet = []
+        deletedSet = []
+
+        var changes = SavedChanges(rows: rows)
+        for o in inserted {
+            if let row = newRows[ObjectIdentifier(o)] { assignPermanentID(row, store: store, to: o) }
+            if let row = o.objectID.rowID { o.snapshot = rows[row] }
+            o.flags = []
+            changes.inserted.append(o.objectID)
+        }
+        for o in updated {
+            if let row = o.objectID.rowID, let committedRow = rows[row] { o.snapshot = committedRow }
+            o.flags.remove(.updated)
+            changes.updated.append(o.objectID)
+        }
+        for o in deleted {
+            registeredByID[o.objectID] = nil
+            changes.deleted.append(o.objectID)
+        }
+        for o in inserted + updated + deleted { o.didSave() }
+        for o in deleted { o.invalidate() }
+        unprocessed = PendingChanges()
+
+        var info: [AnyHashable: Any] = [:]
+        if !inserted.isEmpty { info[NSInsertedObjectsKey] = Set(inserted) }
+        if !updated.isEmpty { info[NSUpdatedObjectsKey] = Set(updated) }
+        if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(deleted) }
+        post(.NSManagedObjectContextDidSave, userInfo: info)
+        postObjectIDs(NSManagedObjectContext.didSaveObjectIDsNotification, changes)
+        publishDidSave(changes)
+        coordinator.broadcast(changes, from: self)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+
+/// How a context runs: on the main queue (bound to the main actor) or on a private queue
+/// of its own.
+public enum NSManagedObjectContextConcurrencyType: UInt, Sendable {
+    /// Not supported (deprecated in Core Data); kept so that code naming it compiles.
+    case confinementConcurrencyType = 0
+    /// The context owns a private serial queue; use it inside `perform`/`performAndWait`.
+    case privateQueueConcurrencyType = 1
+    /// The context runs on the main queue: use it from the main actor.
+    case mainQueueConcurrencyType = 2
+}
+
+/// A scratchpad of managed objects over a coordinator: it fetches, tracks changes, keeps
+/// one object per ID (uniquing), and saves all of its changes as one transaction.
+///
+/// # Thread safety
+/// A context and its objects belong to the context's queue. `perform(_:)`,
+/// `performAndWait(_:)` and `perform(schedule:_:)` may be called from any thread; every
+/// other member must run on the queue — inside a perform block, or on the main actor for
+/// a main-queue context. Off-queue use traps with a message naming the context, always in
+/// debug builds and in release builds when the environment variable
+/// `PERSISTENCEKIT_CONCURRENCY_DEBUG=1` is set.
+///
+/// Guarantees: perform blocks run one at a time in FIFO order; `performAndWait` is
+/// reentrant; notifications are posted on the context's queue.
+public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: `queue`, `concurrencyType` and the Mutex-guarded boxes are
+    // thread-safe; every other stored property is read and written only on `queue`, which
+    // `assertOnQueue` enforces at each entry point (perform/performAndWait being the only
+    // members that run off the queue, and they touch nothing but `queue`).
+
+    /// The context's concurrency type.
+    public let concurrencyType: NSManagedObjectContextConcurrencyType
+    let queue: ContextQueue
+
+    private let coordinatorBox = Mutex<NSPersistentStoreCoordinator?>(nil)
+    private let nameBox = Mutex<String?>(nil)
+    let didSaveStreams = Mutex<[UUID: AsyncStream<NSManagedObjectContext.ObjectIDChanges>.Continuation]>([:])
+
+    // Queue-confined state.
+    var registeredByID: [NSManagedObjectID: NSManagedObject] = [:]
+    var insertedSet: Set<NSManagedObject> = []
+    var updatedSet: Set<NSManagedObject> = []
+    var deletedSet: Set<NSManagedObject> = []
+    /// Deletions whose delete rules have not been applied yet.
+    var pendingDeletes: [NSManagedObject] = []
+    /// Changes not yet announced by an objects-did-change notification.
+    var unprocessed = PendingChanges()
+    var insertionCounter = 0
+    var isSaving = false
+    var mergePolicyStorage: NSMergePolicy = .error
+    private var automaticallyMerges = false
+
+    /// Changes accumulated between two `processPendingChanges()` calls.
+    struct PendingChanges {
+        var inserted: Set<NSManagedObject> = []
+        var updated: Set<NSManagedObject> = []
+        var deleted: Set<NSManagedObject> = []
+        var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+    }
+
+    /// Whether queue checks run: always in debug builds; in release builds when
+    /// `PERSISTENCEKIT_CONCURRENCY_DEBUG` is set to a non-zero value.
+    static let checksQueues: Bool = {
+        if _isDebugAssertConfiguration() { return true }
+        let value = ProcessInfo.processInfo.environment["PERSISTENCEKIT_CONCURRENCY_DEBUG"] ?? "0"
+        return value != "0" && !value.isEmpty
+    }()
+
+    /// Creates a context of the given type. Set ``persistentStoreCoordinator`` before use.
+    ///
+    /// Traps for `.confinementConcurrencyType`, which Core Data deprecated.
+    public init(concurrencyType: NSManagedObjectContextConcurrencyType) {
+        precondition(
+            concurrencyType != .confinementConcurrencyType,
+            "PersistenceKit: confinementConcurrencyType is not supported; use .privateQueueConcurrencyType or .mainQueueConcurrencyType.")
+        self.concurrencyType = concurrencyType
+        self.queue = ContextQueue(
+            kind: concurrencyType == .mainQueueConcurrencyType ? .main : .privateQueue,
+            label: "PersistenceKit.context")
+    }
+
+    /// Creates a context of the given type connected to `coordinator`.
+    public convenience init(
+        concurrencyType: NSManagedObjectContextConcurrencyType, coordinator: NSPersistentStoreCoordinator
+    ) {
+        self.init(concurrencyType: concurrencyType)
+        coordinatorBox.withLock { $0 = coordinator }
+    }
+
+    deinit {
+        coordinatorBox.withLock { $0 }?.removeMergeObserver(self)
+        let streams = didSaveStreams.withLock { s in s }
+        for (_, c) in streams { c.finish() }
+    }
+
+    /// The coordinator the context fetches from and saves to. May be set from any thread,
+    /// before the context is used.
+    public var persistentStoreCoordinator: NSPersistentStoreCoordinator? {
+        get { coordinatorBox.withLock { $0 } }
+        set { coordinatorBox.withLock { $0 = newValue } }
+    }
+
+    /// The coordinator, or a trap saying none is set.
+    var coordinator: NSPersistentStoreCoordinator {
+        guard let c = persistentStoreCoordinator else {
+            preconditionFailure(
+                "PersistenceKit: context '\(debugName)' has no persistentStoreCoordinator. Rule: set one before using the context.")
+        }
+        return c
+    }
+
+    /// A name for debugging; appears in messages and traps. May be set from any thread.
+    public var name: String? {
+        get { nameBox.withLock { $0 } }
+        set { nameBox.withLock { $0 = newValue } }
+    }
+
+    var debugName: String {
+        name ?? "\(concurrencyType == .mainQueueConcurrencyType ? "main" : "private") context \(ObjectIdentifier(self))"
+    }
+
+    public var description: String { "<NSManagedObjectContext \(debugName)>" }
+
+    /// How a save resolves conflicts with changes saved elsewhere since this context read
+    /// the objects. Defaults to ``NSErrorMergePolicy`` (the save fails with the conflicts).
+    public var mergePolicy: NSMergePolicy {
+        get {
+            assertOnQueue("mergePolicy")
+            return mergePolicyStorage
+        }
+        set {
+            assertOnQueue("mergePolicy")
+            mergePolicyStorage = newValue
+        }
+    }
+
+    /// When `true`, this context merges every save made by another context of the same
+    /// coordinator, on its own queue, as if `mergeChanges(fromContextDidSave:)` were called.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get {
+            assertOnQueue("automaticallyMergesChangesFromParent")
+            return automaticallyMerges
+        }
+        set {
+            assertOnQueue("automaticallyMergesChangesFromParent")
+            automaticallyMerges = newValue
+            if newValue { coordinator.addMergeObserver(self) } else { coordinator.removeMergeObserver(self) }
+        }
+    }
+
+    // MARK: Queue discipline
+
+    /// Traps unless the caller runs on this context's queue (when checks are on).
+    @inline(__always)
+    func assertOnQueue(_ operation: @autoclosure () -> String, object: NSManagedObject? = nil) {
+        if Self.checksQueues && !queue.isCurrent {
+            queueViolation(operation(), object: object)
+        }
+    }
+
+    private func queueViolation(_ operation: String, object: NSManagedObject?) -> Never {
+        let what = object.map { "\($0.objectID) of context '\(debugName)'" } ?? "context '\(debugName)'"
+        let rule =
+            concurrencyType == .mainQueueConcurrencyType
+            ? "a main-queue context and its objects may only be used on the main thread (the main actor) or inside perform/performAndWait"
+            : "a private-queue context and its objects may only be used inside its perform/performAndWait blocks"
+        preconditionFailure(
+            "PersistenceKit concurrency violation: \(operation) on \(what) from the wrong thread. Rule: \(rule).")
+    }
+
+    // MARK: Perform
+
+    /// Runs `block` asynchronously on the context's queue, after every block enqueued
+    /// before it. Pending changes are processed when the block ends.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            block()
+            processPendingChangesIfNeeded()
+        }
+    }
+
+    /// Runs `block` on the context's queue and waits for it; returns its result and
+    /// rethrows its error. Reentrant: called on the context's queue, it runs inline.
+    /// Unlike `perform(_:)` it does not process pending changes at the end (as in Core Data).
+    public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
+        try queue.sync(block)
+    }
+
+    /// How `perform(schedule:_:)` schedules its block.
+    public enum ScheduledTaskType: Sendable {
+        /// Run at once when called on the context's queue; otherwise enqueue.
+        case immediate
+        /// Always enqueue behind the blocks already waiting.
+        case enqueued
+    }
+
+    /// Runs `block` on the context's queue and returns its result to the awaiting caller.
+    ///
+    /// - Throws: what `block` throws.
+    public func perform<T: Sendable, E: Error>(
+        schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
+        if schedule == .immediate && queue.isCurrent {
+            return try block()
+        }
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            perform {
+                do throws(E) {
+                    continuation.resume(returning: .success(try block()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// What the queue does after each `perform` block: process pending changes (as Core Data
+    /// does), so observers hear of them.
+    private func processPendingChangesIfNeeded() {
+        if !unprocessed.isEmpty || !pendingDeletes.isEmpty { processPendingChanges() }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+
+/// What a fetch request returns.
+public enum NSFetchRequestResultType: UInt, Sendable {
+    /// Managed objects (`NSFetchRequest<SomeEntityClass>` or `<NSManagedObject>`).
+    case managedObjectResultType = 0
+    /// Object IDs (`NSFetchRequest<NSManagedObjectID>`).
+    case managedObjectIDResultType = 1
+    /// Dictionaries are not supported; kept so that code naming it compiles (fetches with it throw).
+    case dictionaryResultType = 2
+    /// One `NSNumber` holding the count (`NSFetchRequest<NSNumber>`).
+    case countResultType = 4
+}
+
+/// Describes a fetch: an entity, an optional predicate, sort order, paging and result type.
+///
+/// ```swift
+/// let request = Book.fetchRequest()
+/// request.predicate = #Predicate<Book> { $0.pages > 100 }
+/// request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.title, ascending: true)]
+/// request.fetchLimit = 20
+/// let books = try context.fetch(request)
+/// ```
+///
+/// Predicates are Foundation `Predicate`s over the entity's class (there is no
+/// `NSPredicate(format:)` on Linux). Sort with `NSSortDescriptor(keyPath:ascending:)`,
+/// Foundation `SortDescriptor`s (``sortBy``), or string keys (``sortKeys``).
+///
+/// Not `Sendable`: build and use a request on one thread.
+public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStringConvertible {
+    /// The name of the entity to fetch (or `nil` when ``entity`` or the class decides).
+    public var entityName: String?
+    /// The entity to fetch; takes precedence over ``entityName``.
+    public var entity: NSEntityDescription?
+    /// The class whose entity to fetch, when created by `Entity.fetchRequest()`.
+    var entityClass: NSManagedObject.Type?
+
+    /// Filters objects; `nil` fetches every object of the entity.
+    var filter: FetchFilter?
+    /// The sort rules, applied in order.
+    var sortRules: [FetchSortRule] = []
+
+    /// The most results to return; 0 means no limit.
+    public var fetchLimit: Int = 0
+    /// How many leading results to skip.
+    public var fetchOffset: Int = 0
+    /// Whether unsaved changes count: inserted objects match, deleted objects do not, and
+    /// changed values are matched as they are in memory. Defaults to `true`.
+    public var includesPendingChanges: Bool = true
+    /// Whether returned objects may be faults (values loaded on first access). Defaults to
+    /// `true`; objects read by a predicate are loaded anyway.
+    public var returnsObjectsAsFaults: Bool = true
+    /// What the fetch returns. Defaults to managed objects.
+    public var resultType: NSFetchRequestResultType = .managedObjectResultType
+    /// Not used (all relationships fault lazily); kept for source compatibility.
+    public var relationshipKeyPathsForPrefetching: [String]?
+
+    /// Creates a request for the entity named `entityName`.
+    public init(entityName: String) {
+        self.entityName = entityName
+    }
+
+    /// Creates a request with no entity; set ``entity`` or ``entityName`` before use.
+    public init() {}
+
+    init(entityClass: NSManagedObject.Type) {
+        self.entityClass = entityClass
+        self.entityName = String(describing: entityClass)
+    }
+
+    /// Sort descriptors made with `NSSortDescriptor(keyPath:ascending:)`. The key path's
+    /// value must be an attribute type (`String`, numbers, `Date`, …, or optionals of them).
+    /// Setting this replaces every other sort order.
+    public var sortDescriptors: [NSSortDescriptor]? {
+        get {
+            let list = sortRules.compactMap { rule -> NSSortDescriptor? in
+                if case let .descriptor(d) = rule { return d }
+                return nil
+            }
+            return list.isEmpty ? nil : list
+        }
+        set { sortRules = (newValue ?? []).map { FetchSortRule.descriptor($0) } }
+    }
+
+    /// String-keyed sort order, the close equivalent of Core Data's
+    /// `NSSortDescriptor(key:ascending:)` (unavailable on Linux, which has no key-value
+    /// coding). Keys name attributes of the fetched entity. Setting this replaces every
+    /// other sort order.
+    public var sortKeys: [SortKey] {
+        get {
+            sortRules.compactMap { rule -> SortKey? in
+                if case let .key(k) = rule { return k }
+                return nil
+            }
+        }
+        set { sortRules = newValue.map { FetchSortRule.key($0) } }
+    }
+
+    /// Sets a Foundation `SortDescriptor` order over the entity's class, replacing every
+    /// other sort order.
+    public func sortBy<Root: NSManagedObject>(_ descriptors: [SortDescriptor<Root>]) {
+        sortRules = descriptors.map { d in
+            FetchSortRule.comparator { a, b in
+                guard let a = a as? Root, let b = b as? Root else { return .orderedSame }
+                return d.compare(a, b)
+            }
+        }
+    }
+
+    /// Sets the predicate for requests whose result type is not the entity's class (for
+    /// example `NSFetchRequest<NSManagedObjectID>`). `nil` removes it.
+    public func setPredicate<Root: NSManagedObject>(_ predicate: Predicate<Root>?) {
+        filter = predicate.map { FetchFilter($0) }
+    }
+
+    public var description: String {
+        "NSFetchRequest(entity: \(entity?.name ?? entityName ?? "?"), limit: \(fetchLimit), offset: \(fetchOffset))"
+    }
+
+    /// The entity to fetch, resolved in `model`, or a typed error.
+    func resolveEntity(in model: NSManagedObjectModel) throws -> NSEntityDescription {
+        if let entity {
+            guard entity.managedObjectModel === model else {
+                throw CoreDataError(
+                    .coreData,
+                    "fetch request entity '\(entity.name)' belongs to another model than the context's; use the "
+                        + "context's model's entity.")
+            }
+            return entity
+        }
+        if let entityClass, let e = model.entity(for: entityClass) { return e }
+        guard let name = entityName, let e = model.entitiesByName[name] else {
+            throw CoreDataError(
+                .coreData,
+                "fetch request names entity '\(entityName ?? "nil")', which is not in the model; known entities: "
+                    + "\(model.entities.map(\.name).sorted().joined(separator: ", ")).")
+        }
+        return e
+    }
+}
+
+extension NSFetchRequest where ResultType: NSManagedObject {
+    /// The predicate objects must satisfy; `nil` fetches every object of the entity.
+    public var predicate: Predicate<ResultType>? {
+        get { filter?.typed as? Predicate<ResultType> }
+        set { filter = newValue.map { FetchFilter($0) } }
+    }
+}
+
+/// A Swift `NSManagedObject` subclass gets a typed fetch request.
+public protocol NSManagedObjectFetchable: NSManagedObject {}
+
+extension NSManagedObject: NSManagedObjectFetchable {}
+
+extension NSManagedObjectFetchable {
+    /// A fetch request for this class's entity, returning objects of this class.
+    public static func fetchRequest() -> NSFetchRequest<Self> {
+        NSFetchRequest<Self>(entityClass: Self.self)
+    }
+}
+
+/// A type-erased predicate over one entity class.
+struct FetchFilter {
+    let typed: Any
+    let evaluate: (NSManagedObject) throws -> Bool
+
+    init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
+        self.typed = predicate
+        self.evaluate = { object in
+            guard let root = object as? Root else { return false }
+            return try predicate.evaluate(root)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+
+/// A Swift type that can be the value of an `@Attribute` property.
+///
+/// PersistenceKit provides conformances for every supported ``NSAttributeType``:
+/// `Int16`, `Int32`, `Int64`, `Int` (stored as Integer 64), `Double`, `Float`, `Bool`,
+/// `String`, `Date`, `Data`, `UUID`, `URL` (URI), `Decimal`, and `Optional` of each.
+/// Conforming other types is not supported: the model builder only knows these.
+public protocol AttributeValue {
+    /// The Core Data attribute type this Swift type is stored as.
+    static var attributeType: NSAttributeType { get }
+    /// Whether the type admits `nil` (only `Optional` does).
+    static var isOptionalAttributeValue: Bool { get }
+    /// Reads a value from its stored form; `nil` when the stored value is of another type.
+    init?(storeValue: StoreValue)
+    /// The stored form of the value.
+    var storeValue: StoreValue { get }
+}
+
+extension AttributeValue {
+    public static var isOptionalAttributeValue: Bool { false }
+}
+
+extension Optional: AttributeValue where Wrapped: AttributeValue {
+    public static var attributeType: NSAttributeType { Wrapped.attributeType }
+    public static var isOptionalAttributeValue: Bool { true }
+    public init?(storeValue: StoreValue) {
+        if case .null = storeValue {
+            self = .none
+            return
+        }
+        guard let wrapped = Wrapped(storeValue: storeValue) else { return nil }
+        self = .some(wrapped)
+    }
+    public var storeValue: StoreValue {
+        switch self {
+        case let .some(v): v.storeValue
+        case .none: .null
+        }
+    }
+}
+
+extension Int16: AttributeValue {
+    public static var attributeType: NSAttributeType { .integer16AttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .integer(v) = storeValue, let x = Int16(exactly: v) else { return nil }
+        self = x
+    }
+    public var storeValue: StoreValue { .integer(Int64(self)) }
+}
+
+extension Int32: AttributeValue {
+    public static var attributeType: NSAttributeType { .integer32AttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .integer(v) = storeValue, let x = Int32(exactly: v) else { return nil }
+        self = x
+    }
+    public var storeValue: StoreValue { .integer(Int64(self)) }
+}
+
+extension Int64: AttributeValue {
+    public static var attributeType: NSAttributeType { .integer64AttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .integer(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .integer(self) }
+}
+
+extension Int: AttributeValue {
+    public static var attributeType: NSAttributeType { .integer64AttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .integer(v) = storeValue, let x = Int(exactly: v) else { return nil }
+        self = x
+    }
+    public var storeValue: StoreValue { .integer(Int64(self)) }
+}
+
+extension Double: AttributeValue {
+    public static var attributeType: NSAttributeType { .doubleAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .double(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .double(self) }
+}
+
+extension Float: AttributeValue {
+    public static var attributeType: NSAttributeType { .floatAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .float(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .float(self) }
+}
+
+extension Bool: AttributeValue {
+    public static var attributeType: NSAttributeType { .booleanAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .bool(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .bool(self) }
+}
+
+extension String: AttributeValue {
+    public static var attributeType: NSAttributeType { .stringAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .string(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .string(self) }
+}
+
+extension Date: AttributeValue {
+    public static var attributeType: NSAttributeType { .dateAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .date(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .date(self) }
+}
+
+extension Data: AttributeValue {
+    public static var attributeType: NSAttributeType { .binaryDataAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .data(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .data(self) }
+}
+
+extension UUID: AttributeValue {
+    public static var attributeType: NSAttributeType { .UUIDAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .uuid(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .uuid(self) }
+}
+
+extension URL: AttributeValue {
+    public static var attributeType: NSAttributeType { .URIAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .uri(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .uri(self) }
+}
+
+extension Decimal: AttributeValue {
+    public static var attributeType: NSAttributeType { .decimalAttributeType }
+    public init?(storeValue: StoreValue) {
+        guard case let .decimal(v) = storeValue else { return nil }
+        self = v
+    }
+    public var storeValue: StoreValue { .decimal(self) }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Describes one attribute of an entity: its name, type, optionality, default value, and
+/// whether it is transient or indexed.
+public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
+    // @unchecked Sendable: same proof as NSPropertyDescription (immutable once sealed).
+
+    /// The attribute's storage type.
+    public var attributeType: NSAttributeType = .undefinedAttributeType {
+        didSet { checkMutable() }
+    }
+
+    /// Whether fetches may use an index on this attribute. The in-memory store scans; the
+    /// file store keeps an index for attributes marked indexed.
+    public var isIndexed: Bool = false {
+        didSet { checkMutable() }
+    }
+
+    /// The value a newly inserted object starts with, or `nil`. Must be of a Swift type
+    /// that converts to ``attributeType`` (for example `Int`, `Int64` or `Int16` for an
+    /// integer type); a value that does not convert makes model validation fail.
+    public var defaultValue: Any? {
+        get { defaultStoreValue.flatMap { attributeType.anyValue(from: $0) } ?? rawDefault }
+        set {
+            checkMutable()
+            rawDefault = newValue
+            defaultStoreValue = attributeType.storeValue(from: newValue)
+        }
+    }
+
+    /// The default value as given, kept to report it when it does not convert.
+    private var rawDefault: Any?
+
+    /// The default value in stored form (`.null` when there is none); `nil` when the given
+    /// default does not convert to the attribute type.
+    var defaultStoreValue: StoreValue? = .null
+
+    /// Creates an attribute description with the given name; set its type and options
+    /// before adding it to an entity.
+    public init(name: String = "", type: NSAttributeType = .undefinedAttributeType) {
+        super.init(name: name)
+        self.attributeType = type
+    }
+
+    /// Creates an empty attribute description, as Core Data's `NSAttributeDescription()`.
+    public convenience init() {
+        self.init(name: "")
+    }
+
+    /// Re-derives the stored default after the type changed (the default may have been set
+    /// before the type).
+    func resolveDefault() {
+        defaultStoreValue = attributeType.storeValue(from: rawDefault)
+    }
+
+    override var canonicalDescription: String {
+        var s = "attr \(name) \(attributeType.rawValue)"
+        if isOptional { s += " opt" }
+        if isTransient { s += " transient" }
+        if isIndexed { s += " indexed" }
+        if let d = defaultStoreValue, !d.isNull { s += " default=\(d)" }
+        return s
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+/// The type of an attribute, with Core Data's case names.
+///
+/// Supported: the integer, floating-point, decimal, string, Boolean, date, binary data,
+/// UUID and URI types. `undefinedAttributeType`, `transformableAttributeType` and
+/// `objectIDAttributeType` exist so that code naming them compiles; a model that uses them
+/// fails validation with ``NSManagedObjectModel/ModelError``.
+public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
+    case undefinedAttributeType = 0
+    case integer16AttributeType = 100
+    case integer32AttributeType = 200
+    case integer64AttributeType = 300
+    case decimalAttributeType = 400
+    case doubleAttributeType = 500
+    case floatAttributeType = 600
+    case stringAttributeType = 700
+    case booleanAttributeType = 800
+    case dateAttributeType = 900
+    case binaryDataAttributeType = 1000
+    case UUIDAttributeType = 1100
+    case URIAttributeType = 1200
+    case transformableAttributeType = 1800
+    case objectIDAttributeType = 2000
+
+    /// Whether PersistenceKit can store values of this type.
+    public var isSupported: Bool {
+        switch self {
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: false
+        default: true
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .undefinedAttributeType: "Undefined"
+        case .integer16AttributeType: "Integer 16"
+        case .integer32AttributeType: "Integer 32"
+        case .integer64AttributeType: "Integer 64"
+        case .decimalAttributeType: "Decimal"
+        case .doubleAttributeType: "Double"
+        case .floatAttributeType: "Float"
+        case .stringAttributeType: "String"
+        case .booleanAttributeType: "Boolean"
+        case .dateAttributeType: "Date"
+        case .binaryDataAttributeType: "Binary Data"
+        case .UUIDAttributeType: "UUID"
+        case .URIAttributeType: "URI"
+        case .transformableAttributeType: "Transformable"
+        case .objectIDAttributeType: "Object ID"
+        }
+    }
+
+    /// Whether `value` is a valid stored value for this type (`.null` always is; optionality
+    /// is checked by validation, not here).
+    func accepts(_ value: StoreValue) -> Bool {
+        switch (self, value) {
+        case (_, .null): true
+        case let (.integer16AttributeType, .integer(v)): Int16(exactly: v) != nil
+        case let (.integer32AttributeType, .integer(v)): Int32(exactly: v) != nil
+        case (.integer64AttributeType, .integer): true
+        case (.decimalAttributeType, .decimal): true
+        case (.doubleAttributeType, .double): true
+        case (.floatAttributeType, .float): true
+        case (.stringAttributeType, .string): true
+        case (.booleanAttributeType, .bool): true
+        case (.dateAttributeType, .date): true
+        case (.binaryDataAttributeType, .data): true
+        case (.UUIDAttributeType, .uuid): true
+        case (.URIAttributeType, .uri): true
+        default: false
+        }
+    }
+
+    /// Converts an untyped Swift value (as passed to `setValue(_:forKey:)`) into a stored
+    /// value of this type. Returns `nil` when the value cannot represent this type exactly.
+    func storeValue(from any: Any?) -> StoreValue? {
+        guard let any else { return .null }
+        if let optional = any as? any _OptionalProtocol {
+            guard let wrapped = optional._wrappedAny else { return .null }
+            return storeValue(from: wrapped)
+        }
+        func integer(_ v: Any) -> Int64? {
+            switch v {
+            case let i as Int: Int64(i)
+            case let i as Int16: Int64(i)
+            case let i as Int32: Int64(i)
+            case let i as Int64: i
+            case let i as Int8: Int64(i)
+            case let i as UInt8: Int64(i)
+            case let i as UInt16: Int64(i)
+            case let i as UInt32: Int64(i)
+            case let i as UInt: Int64(exactly: i)
+            case let i as UInt64: Int64(exactly: i)
+            case let n as NSNumber: n.int64Value
+            default: nil
+            }
+        }
+        let candidate: StoreValue?
+        switch self {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
+            candidate = integer(any).map(StoreValue.integer)
+        case .doubleAttributeType:
+            switch any {
+            case let d as Double: candidate = .double(d)
+            case let f as Float: candidate = .double(Double(f))
+            case let n as NSNumber: candidate = .double(n.doubleValue)
+            default: candidate = integer(any).map { .double(Double($0)) }
+            }
+        case .floatAttributeType:
+            switch any {
+            case let f as Float: candidate = .float(f)
+            case let d as Double: candidate = .float(Float(d))
+            case let n as NSNumber: candidate = .float(n.floatValue)
+            default: candidate = integer(any).map { .float(Float($0)) }
+            }
+        case .decimalAttributeType:
+            switch any {
+            case let d as Decimal: candidate = .decimal(d)
+            default: candidate = integer(any).map { .decimal(Decimal($0)) }
+            }
+        case .booleanAttributeType:
+            switch any {
+            case let b as Bool: candidate = .bool(b)
+            default: candidate = nil
+            }
+        case .stringAttributeType: candidate = (any as? String).map(StoreValue.string)
+        case .dateAttributeType: candidate = (any as? Date).map(StoreValue.date)
+        case .binaryDataAttributeType: candidate = (any as? Data).map(StoreValue.data)
+        case .UUIDAttributeType: candidate = (any as? UUID).map(StoreValue.uuid)
+        case .URIAttributeType: candidate = (any as? URL).map(StoreValue.uri)
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType:
+            candidate = nil
+        }
+        guard let candidate, accepts(candidate) else { return nil }
+        return candidate
+    }
+
+    /// Converts a stored value to the Swift value `value(forKey:)` returns for this type.
+    func anyValue(from value: StoreValue) -> Any? {
+        switch value {
+        case .null: return nil
+        case let .integer(v):
+            switch self {
+            case .integer16AttributeType: return Int16(truncatingIfNeeded: v)
+            case .integer32AttributeType: return Int32(truncatingIfNeeded: v)
+            default: return v
+            }
+        case let .double(v): return v
+        case let .float(v): return v
+        case let .bool(v): return v
+        case let .string(v): return v
+        case let .date(v): return v
+        case let .data(v): return v
+        case let .uuid(v): return v
+        case let .uri(v): return v
+        case let .decimal(v): return v
+        case .reference, .references: return nil
+        }
+    }
+}
+
+/// Lets untyped code see through `Optional` values boxed in `Any`.
+protocol _OptionalProtocol {
+    var _wrappedAny: Any? { get }
+}
+
+extension Optional: _OptionalProtocol {
+    var _wrappedAny: Any? {
+        switch self {
+        case let .some(v): v
+        case .none: nil
+        }
+    }
+}

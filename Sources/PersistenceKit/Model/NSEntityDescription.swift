@@ -1,0 +1,163 @@
+import Foundation
+import Synchronization
+
+/// Describes one entity: its name, the class of its objects, and its properties.
+///
+/// # Thread safety
+/// Mutable while its model is being built; immutable (setters trap) once the model is used
+/// by a coordinator, and readable from any thread after that.
+public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: stored properties are written only before the model is sealed
+    // (checked by `checkMutable()`); the only state written later, `storageKeyPathIndex`,
+    // is behind a Mutex.
+
+    /// The entity's name, unique in its model.
+    public var name: String {
+        didSet { checkMutable() }
+    }
+
+    /// The name of the class whose instances represent this entity's objects.
+    public var managedObjectClassName: String {
+        didSet { checkMutable() }
+    }
+
+    /// The class whose instances represent this entity's objects (`NSManagedObject` unless a
+    /// subclass was registered).
+    public var managedObjectClass: NSManagedObject.Type {
+        didSet {
+            checkMutable()
+            managedObjectClassName = String(describing: managedObjectClass)
+        }
+    }
+
+    /// The entity's properties, in storage order. Setting it makes this entity their owner.
+    public var properties: [NSPropertyDescription] {
+        didSet {
+            checkMutable()
+            for p in properties { p.entity = self }
+        }
+    }
+
+    /// Abstract entities are not supported (no entity inheritance); always `false`.
+    public var isAbstract: Bool { false }
+
+    /// The model the entity belongs to, once it is added to one.
+    public internal(set) weak var managedObjectModel: NSManagedObjectModel?
+
+    /// The entity's index in the sealed model (entities are indexed in name order).
+    var index: Int32 = -1
+
+    /// Property name → storage index; filled when the model is sealed.
+    private(set) var indexByName: [String: Int] = [:]
+
+    /// Caches which `@Attribute`/`@Relationship` storage key path belongs to which property.
+    /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
+    let storageKeyPathIndex = Mutex<[StorageKeyPath: Int]>([:])
+
+    /// Creates an empty entity description, as Core Data's `NSEntityDescription()`.
+    public init() {
+        self.name = ""
+        self.managedObjectClassName = "NSManagedObject"
+        self.managedObjectClass = NSManagedObject.self
+        self.properties = []
+    }
+
+    /// Creates an entity description with a name, a class and properties.
+    public convenience init(
+        name: String,
+        managedObjectClass: NSManagedObject.Type = NSManagedObject.self,
+        properties: [NSPropertyDescription] = []
+    ) {
+        self.init()
+        self.name = name
+        self.managedObjectClass = managedObjectClass
+        self.managedObjectClassName = String(describing: managedObjectClass)
+        self.properties = properties
+        for p in properties { p.entity = self }
+    }
+
+    /// The entity's properties keyed by name.
+    public var propertiesByName: [String: NSPropertyDescription] {
+        Dictionary(properties.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The entity's attributes keyed by name.
+    public var attributesByName: [String: NSAttributeDescription] {
+        Dictionary(
+            properties.compactMap { $0 as? NSAttributeDescription }.map { ($0.name, $0) },
+            uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The entity's relationships keyed by name.
+    public var relationshipsByName: [String: NSRelationshipDescription] {
+        Dictionary(
+            properties.compactMap { $0 as? NSRelationshipDescription }.map { ($0.name, $0) },
+            uniquingKeysWith: { a, _ in a })
+    }
+
+    /// The relationships of this entity whose destination is `entity`.
+    public func relationships(forDestination entity: NSEntityDescription) -> [NSRelationshipDescription] {
+        properties.compactMap { $0 as? NSRelationshipDescription }.filter { $0.destinationEntity === entity }
+    }
+
+    /// Returns the entity named `entityName` in the model of `context`'s coordinator, or `nil`.
+    public static func entity(forEntityName entityName: String, in context: NSManagedObjectContext) -> NSEntityDescription? {
+        context.coordinator.managedObjectModel.entitiesByName[entityName]
+    }
+
+    /// Creates an object of the entity named `entityName` and inserts it into `context`.
+    /// Traps when the model has no such entity (Core Data raises an exception).
+    public static func insertNewObject(forEntityName entityName: String, into context: NSManagedObjectContext) -> NSManagedObject {
+        guard let entity = entity(forEntityName: entityName, in: context) else {
+            preconditionFailure(
+                "PersistenceKit: insertNewObject(forEntityName: \"\(entityName)\") — the model of context "
+                    + "'\(context.debugName)' has no entity with that name. Known entities: "
+                    + context.coordinator.managedObjectModel.entities.map(\.name).sorted().joined(separator: ", "))
+        }
+        return entity.managedObjectClass.init(entity: entity, insertInto: context)
+    }
+
+    // MARK: Sealed lookups
+
+    /// The property stored at `index` (sealed models only).
+    func property(at index: Int) -> NSPropertyDescription { properties[index] }
+
+    /// The storage index of the property named `name`, or `nil`.
+    func propertyIndex(named name: String) -> Int? {
+        if managedObjectModel?.isSealed == true { return indexByName[name] }
+        return properties.firstIndex { $0.name == name }
+    }
+
+    /// Builds lookup tables; called once by the model when it is sealed.
+    func seal(index: Int32) {
+        self.index = index
+        var byName: [String: Int] = [:]
+        for (i, p) in properties.enumerated() {
+            p.index = i
+            p.entity = self
+            if byName[p.name] == nil { byName[p.name] = i }
+            if let a = p as? NSAttributeDescription { a.resolveDefault() }
+        }
+        indexByName = byName
+    }
+
+    func checkMutable() {
+        if let model = managedObjectModel, model.isSealed {
+            preconditionFailure(
+                "PersistenceKit: entity '\(name)' was modified after its model was used by a coordinator. "
+                    + "Rule: a model is immutable once in use; build a new model instead.")
+        }
+    }
+
+    public static func == (lhs: NSEntityDescription, rhs: NSEntityDescription) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    public var description: String { "NSEntityDescription(\(name))" }
+
+    /// The canonical form of the entity used by model equality and the version hash:
+    /// properties sorted by name, class name excluded (as in Core Data's version hashes).
+    var canonicalDescription: String {
+        let props = properties.map(\.canonicalDescription).sorted().joined(separator: "; ")
+        return "entity \(name) { \(props) }"
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+extension NSManagedObjectModel {
+    /// Builds a model from `NSManagedObject` subclasses that declare their properties with
+    /// `@Attribute` and `@Relationship`. Each class becomes an entity named after the class;
+    /// properties come from the class and its superclasses, in declaration order.
+    ///
+    /// The result equals (`==`) a model built by hand with the same entities and properties.
+    ///
+    /// - Throws: ``ModelError`` when a class cannot describe an entity, or the model fails
+    ///   ``validate()`` (for example a relationship whose destination class is not listed).
+    public convenience init(managedObjectClasses: [NSManagedObject.Type]) throws(ModelError) {
+        self.init()
+        var built: [NSEntityDescription] = []
+        for cls in managedObjectClasses {
+            let name = String(describing: cls)
+            guard cls != NSManagedObject.self else {
+                throw ModelError(
+                    .unsupportedClass, entity: name,
+                    "NSManagedObject itself cannot describe an entity; pass subclasses that declare @Attribute and "
+                        + "@Relationship properties.")
+            }
+            built.append(NSEntityDescription(name: name, managedObjectClass: cls, properties: Self.properties(of: cls)))
+        }
+        self.entities = built
+        try validate()
+    }
+
+    /// Reads the property wrappers of `cls` (and its superclasses, outermost first) from a
+    /// prototype instance that belongs to no context.
+    private static func properties(of cls: NSManagedObject.Type) -> [NSPropertyDescription] {
+        let prototype = cls.init(entity: NSEntityDescription(), insertInto: nil)
+        var mirrors: [Mirror] = []
+        var next: Mirror? = Mirror(reflecting: prototype)
+        while let m = next {
+            mirrors.append(m)
+            next = m.superclassMirror
+        }
+        var result: [NSPropertyDescription] = []
+        for m in mirrors.reversed() {
+            for child in m.children {
+                guard let wrapper = child.value as? any ManagedPropertyWrapper, let label = child.label,
+                    label.hasPrefix("_")
+                else { continue }
+                result.append(wrapper.makeDescription(name: String(label.dropFirst())))
+            }
+        }
+        return result
+    }
+}

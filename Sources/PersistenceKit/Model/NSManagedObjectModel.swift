@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+
+/// A schema: the set of entities that a coordinator's stores hold.
+///
+/// Build one from `NSManagedObject` subclasses that declare their properties with
+/// `@Attribute` and `@Relationship` (``init(managedObjectClasses:)``), or by hand from
+/// ``NSEntityDescription``s; both routes give equal models (`==`, ``versionHash``).
+///
+/// # Thread safety
+/// A model is mutable until a coordinator uses it; it is then sealed (further mutation
+/// traps) and may be shared freely.
+public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomStringConvertible {
+    // @unchecked Sendable: `entities` is written only before sealing (checked); after
+    // `seal()` — which runs under `sealLock` — the model is only read.
+
+    /// The model's entities. Setting it makes this model their owner.
+    public var entities: [NSEntityDescription] {
+        didSet {
+            if isSealed {
+                preconditionFailure(
+                    "PersistenceKit: a model's entities were replaced after it was used by a coordinator. "
+                        + "Rule: a model is immutable once in use; build a new model instead.")
+            }
+            for e in entities { e.managedObjectModel = self }
+        }
+    }
+
+    private let sealLock = Mutex<Bool>(false)
+    private var entitiesByIndex: [NSEntityDescription] = []
+    private var entitiesByClass: [ObjectIdentifier: NSEntityDescription] = [:]
+    private var entitiesByNameTable: [String: NSEntityDescription] = [:]
+
+    /// Creates an empty model; add entities with ``entities``.
+    public init() {
+        entities = []
+    }
+
+    /// Creates a model from entity descriptions.
+    public convenience init(entities: [NSEntityDescription]) {
+        self.init()
+        self.entities = entities
+        for e in entities { e.managedObjectModel = self }
+    }
+
+    /// Whether the model has been sealed (used by a coordinator) and can no longer change.
+    public var isSealed: Bool { sealLock.withLock { $0 } }
+
+    /// The model's entities keyed by name.
+    public var entitiesByName: [String: NSEntityDescription] {
+        if isSealed { return entitiesByNameTable }
+        return Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Validates the model and makes it immutable. Idempotent. Invalid models are sealed too
+    /// (so that objects can still be described in error messages); stores refuse them.
+    func seal() {
+        sealLock.withLock { sealed in
+            guard !sealed else { return }
+            let sorted = entities.sorted { $0.name < $1.name }
+            for (i, e) in sorted.enumerated() {
+                e.managedObjectModel = self
+                e.seal(index: Int32(i))
+            }
+            entitiesByIndex = sorted
+            entitiesByNameTable = Dictionary(sorted.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            var byClass: [ObjectIdentifier: NSEntityDescription] = [:]
+            for e in sorted where e.managedObjectClass != NSManagedObject.self {
+                byClass[ObjectIdentifier(e.managedObjectClass)] = e
+            }
+            entitiesByClass = byClass
+            sealed = true
+        }
+    }
+
+    /// The entity at a sealed index.
+    func entity(at index: Int32) -> NSEntityDescription? {
+        let i = Int(index)
+        return i >= 0 && i < entitiesByIndex.count ? entitiesByIndex[i] : nil
+    }
+
+    /// The entity whose objects are instances of `type` (sealed models only).
+    func entity(for type: NSManagedObject.Type) -> NSEntityDescription? {
+        if let e = entitiesByClass[ObjectIdentifier(type)] { return e }
+        return entitiesByNameTable[String(describing: type)]
+    }
+
+    /// The model's canonical form: entities sorted by name, each with its properties sorted.
+    var canonicalDescription: String {
+        entities.map(\.canonicalDescription).sorted().joined(separator: "\n")
+    }
+
+    /// A 16-byte hash of the model's canonical form. Equal models have equal hashes; stores
+    /// record it and refuse to open with a model whose hash differs.
+    public var versionHash: Data {
+        let bytes = Array(canonicalDescription.utf8)
+        var out = Data()
+        for seed: UInt64 in [0xcbf2_9ce4_8422_2325, 0x8422_2325_cbf2_9ce4] {
+            var h = seed
+            for b in bytes {
+                h ^= UInt64(b)
+                h = h &* 0x0000_0100_0000_01B3
+            }
+            withUnsafeBytes(of: h.bigEndian) { out.append(contentsOf: $0) }
+        }
+        return out
+    }
+
+    /// The version hash as lowercase hex, for messages and metadata.
+    public var versionHashString: String {
+        versionHash.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Two models are equal when they describe the same entities, properties, types,
+    /// options and relationships (class names do not count).
+    public static func == (lhs: NSManagedObjectModel, rhs: NSManagedObjectModel) -> Bool {
+        lhs.canonicalDescription == rhs.canonicalDescription
+    }
+
+    public var description: String { "NSManagedObjectModel(\(entities.map(\.name).sorted()))" }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// The common part of attribute and relationship descriptions: a named property of an
+/// entity.
+///
+/// # Thread safety
+/// Descriptions are mutable while their model is being built. Once the model is used by a
+/// coordinator it is sealed: setters then trap, and the description may be read from any
+/// thread.
+public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: every stored property is written only before the owning model is
+    // sealed (setters call `checkMutable()`, which traps afterwards), and a model is sealed
+    // before it is shared with a coordinator, so concurrent access only ever reads.
+
+    /// The property's name, unique within its entity.
+    public var name: String {
+        didSet { checkMutable() }
+    }
+
+    /// Whether the property may be `nil` (or, for a to-many relationship, empty) when saved.
+    public var isOptional: Bool = true {
+        didSet { checkMutable() }
+    }
+
+    /// Whether the property is transient: kept in memory by objects but never written to a
+    /// store.
+    public var isTransient: Bool = false {
+        didSet { checkMutable() }
+    }
+
+    /// The entity the property belongs to; set when the property is added to an entity.
+    public internal(set) weak var entity: NSEntityDescription?
+
+    /// The property's position in its entity's storage, assigned when the model is sealed.
+    var index: Int = -1
+
+    init(name: String) {
+        self.name = name
+    }
+
+    func checkMutable() {
+        if let model = entity?.managedObjectModel, model.isSealed {
+            preconditionFailure(
+                "PersistenceKit: property '\(entity?.name ?? "?").\(name)' was modified after its model was "
+                    + "used by a coordinator. Rule: a model is immutable once in use; build a new model instead."
+            )
+        }
+    }
+
+    /// A one-line summary used by the model's canonical form and version hash.
+    var canonicalDescription: String { "\(name)" }
+
+    public var description: String { canonicalDescription }
+}

@@ -1,0 +1,115 @@
+import Foundation
+
+/// The identity of one row in a persistent store: the entity's index in the model and a
+/// primary key that the store allocated.
+///
+/// Row IDs are what stores deal in; contexts wrap them in ``NSManagedObjectID``.
+public struct StoreRowID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The index of the row's entity in ``NSManagedObjectModel/entities`` (entities are
+    /// ordered by name, so the index is stable for a given model).
+    public var entity: Int32
+    /// The primary key, unique within the entity, allocated by the store (starts at 1).
+    public var primaryKey: Int64
+
+    /// Creates a row ID from an entity index and a primary key.
+    public init(entity: Int32, primaryKey: Int64) {
+        self.entity = entity
+        self.primaryKey = primaryKey
+    }
+
+    public static func < (lhs: StoreRowID, rhs: StoreRowID) -> Bool {
+        (lhs.entity, lhs.primaryKey) < (rhs.entity, rhs.primaryKey)
+    }
+
+    public var description: String { "row(\(entity):\(primaryKey))" }
+}
+
+/// One persisted value as stores see it: an attribute value of one of the supported types,
+/// or the target(s) of a relationship.
+///
+/// `StoreValue` is the currency between contexts and stores. Attribute values arrive
+/// already checked against their ``NSAttributeType``; a store does not need to re-check them.
+public enum StoreValue: Hashable, Sendable {
+    /// No value (`nil`).
+    case null
+    /// Any integer attribute (16, 32 or 64 bit), widened to 64 bits.
+    case integer(Int64)
+    /// A `Double` attribute.
+    case double(Double)
+    /// A `Float` attribute.
+    case float(Float)
+    /// A `Bool` attribute.
+    case bool(Bool)
+    /// A `String` attribute.
+    case string(String)
+    /// A `Date` attribute.
+    case date(Date)
+    /// A binary data attribute.
+    case data(Data)
+    /// A `UUID` attribute.
+    case uuid(UUID)
+    /// A URI (`URL`) attribute.
+    case uri(URL)
+    /// A `Decimal` attribute.
+    case decimal(Decimal)
+    /// The target of a to-one relationship (`.null` when the relationship is empty).
+    case reference(StoreRowID)
+    /// The targets of a to-many relationship, in ascending row order.
+    case references([StoreRowID])
+
+    /// Whether the value is `.null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+extension StoreValue {
+    /// A total order used by sorting: `null` sorts first; values of the same kind compare
+    /// naturally; values of different kinds compare by kind. Strings compare by their
+    /// Unicode scalar order (the same order as Swift's `<` on `String`).
+    public static func compare(_ lhs: StoreValue, _ rhs: StoreValue) -> ComparisonResult {
+        func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
+        }
+        switch (lhs, rhs) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case let (.integer(a), .integer(b)): return order(a, b)
+        case let (.double(a), .double(b)): return order(a, b)
+        case let (.float(a), .float(b)): return order(a, b)
+        case let (.integer(a), .double(b)): return order(Double(a), b)
+        case let (.double(a), .integer(b)): return order(a, Double(b))
+        case let (.bool(a), .bool(b)): return order(a ? 1 : 0, b ? 1 : 0)
+        case let (.string(a), .string(b)): return order(a, b)
+        case let (.date(a), .date(b)): return order(a, b)
+        case let (.decimal(a), .decimal(b)): return order(a, b)
+        case let (.uuid(a), .uuid(b)): return order(a.uuidString, b.uuidString)
+        case let (.uri(a), .uri(b)): return order(a.absoluteString, b.absoluteString)
+        case let (.data(a), .data(b)):
+            if a == b { return .orderedSame }
+            return a.lexicographicallyPrecedes(b) ? .orderedAscending : .orderedDescending
+        case let (.reference(a), .reference(b)): return order(a, b)
+        default: return order(lhs.kindRank, rhs.kindRank)
+        }
+    }
+
+    private var kindRank: Int {
+        switch self {
+        case .null: 0
+        case .bool: 1
+        case .integer: 2
+        case .float: 3
+        case .double: 4
+        case .decimal: 5
+        case .string: 6
+        case .date: 7
+        case .data: 8
+        case .uuid: 9
+        case .uri: 10
+        case .reference: 11
+        case .references: 12
+        }
+    }
+}

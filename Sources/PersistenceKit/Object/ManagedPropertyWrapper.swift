@@ -1,0 +1,71 @@
+import Foundation
+
+/// What the model builder and the slot resolver need from `@Attribute` and `@Relationship`.
+protocol ManagedPropertyWrapper {
+    /// The property's storage index, cached on first access (-1 until then).
+    var slot: Int { get set }
+    /// Set for an instant while the resolver looks for this wrapper by reflection.
+    var isProbe: Bool { get set }
+    /// The description the wrapper declares, for building a model from classes.
+    func makeDescription(name: String) -> NSPropertyDescription
+}
+
+extension NSManagedObject {
+    /// Finds the storage index of the property whose wrapper lives at `storage`.
+    ///
+    /// Key paths carry no names on Linux, so the first access per entity and key path marks
+    /// the wrapper, finds the marked child by reflection, and caches the answer in the
+    /// entity; each object then caches the index in the wrapper itself, so later accesses
+    /// cost one stored-property read.
+    @inline(__always)
+    static func slot<Object: NSManagedObject, Wrapper: ManagedPropertyWrapper>(
+        of object: Object, storage: ReferenceWritableKeyPath<Object, Wrapper>
+    ) -> Int {
+        let cached = object[keyPath: storage].slot
+        if cached >= 0 { return cached }
+        let index = resolveSlot(of: object, storage: storage)
+        object[keyPath: storage].slot = index
+        return index
+    }
+
+    private static func resolveSlot<Object: NSManagedObject, Wrapper: ManagedPropertyWrapper>(
+        of object: Object, storage: ReferenceWritableKeyPath<Object, Wrapper>
+    ) -> Int {
+        let entity = object.entity
+        let key = StorageKeyPath(storage)
+        if let known = entity.storageKeyPathIndex.withLock({ $0[key] }) { return known }
+        object[keyPath: storage].isProbe = true
+        defer { object[keyPath: storage].isProbe = false }
+        var label: String?
+        var mirror: Mirror? = Mirror(reflecting: object)
+        search: while let m = mirror {
+            for child in m.children {
+                if let w = child.value as? any ManagedPropertyWrapper, w.isProbe {
+                    label = child.label
+                    break search
+                }
+            }
+            mirror = m.superclassMirror
+        }
+        guard let label, label.hasPrefix("_") else {
+            preconditionFailure("PersistenceKit: could not find the property wrapper of \(type(of: object)) by reflection.")
+        }
+        let name = String(label.dropFirst())
+        guard let index = entity.propertyIndex(named: name) else {
+            preconditionFailure(
+                "PersistenceKit: \(type(of: object)) declares '\(name)', but its entity '\(entity.name)' has no such "
+                    + "property. Rule: a class's @Attribute/@Relationship properties must match its entity; build the "
+                    + "model from the classes (NSManagedObjectModel(managedObjectClasses:)).")
+        }
+        entity.storageKeyPathIndex.withLock { $0[key] = index }
+        return index
+    }
+}
+
+/// A storage key path as a dictionary key that may cross threads.
+struct StorageKeyPath: Hashable, @unchecked Sendable {
+    // @unchecked Sendable: a key path is an immutable object once formed; the cache only
+    // hashes and compares it, which is safe from any thread.
+    let keyPath: AnyKeyPath
+    init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
+}

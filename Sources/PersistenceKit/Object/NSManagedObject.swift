@@ -1,0 +1,187 @@
+import Foundation
+
+/// An object of the object graph: one record of an entity, owned by at most one context.
+///
+/// Subclass it and declare persisted properties with `@Attribute` and `@Relationship`, or
+/// use it directly with ``value(forKey:)`` / ``setValue(_:forKey:)``.
+///
+/// ```swift
+/// final class Book: NSManagedObject {
+///     @Attribute var title: String = ""
+///     @Relationship(inverse: "books", deleteRule: .nullify) var shelf: Shelf?
+/// }
+/// ```
+///
+/// # Thread safety
+/// Managed objects are not `Sendable`. Use an object only on its context's queue (inside
+/// `perform`/`performAndWait`, or on the main actor for a main-queue context); pass its
+/// ``objectID`` to other contexts. Off-queue use traps when concurrency checks are on.
+///
+/// # Subclassing
+/// A subclass must not declare designated initializers other than the required
+/// ``init(entity:insertInto:)``; it inherits ``init(context:)``.
+open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestResult {
+    /// Where the object stands in its life. Guarded by the context's queue.
+    struct Flags: OptionSet {
+        let rawValue: UInt8
+        /// Values not loaded yet; reading any property loads them.
+        static let fault = Flags(rawValue: 1 << 0)
+        /// Inserted into its context and not saved yet.
+        static let inserted = Flags(rawValue: 1 << 1)
+        /// Deleted in its context and not saved yet.
+        static let deleted = Flags(rawValue: 1 << 2)
+        /// Changed since the last save.
+        static let updated = Flags(rawValue: 1 << 3)
+        /// No longer usable: its deletion was saved or its context was reset.
+        static let invalidated = Flags(rawValue: 1 << 4)
+    }
+
+    /// The object's entity.
+    public let entity: NSEntityDescription
+
+    /// The object's ID: temporary until the object is saved or given a permanent ID.
+    public internal(set) var objectID: NSManagedObjectID
+
+    /// The context that owns the object; `nil` once the object was removed from it (its
+    /// deletion saved, the context reset or rolled back over its insertion).
+    public internal(set) weak var managedObjectContext: NSManagedObjectContext?
+
+    /// Current values, one slot per property of ``entity``; empty while a fault.
+    var slots: ContiguousArray<Slot>
+    /// The values last read from or written to the store, with the row version.
+    var snapshot: StoreRow?
+    var flags: Flags = []
+    /// Orders inserted objects so that saves allocate keys in insertion order.
+    var insertionSequence: Int = 0
+
+    /// Creates an object of `entity` and, when `context` is given, inserts it there (which
+    /// calls ``awakeFromInsert()``).
+    ///
+    /// Traps when `context` uses a model that does not contain `entity`.
+    public required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        self.entity = entity
+        self.objectID = NSManagedObjectID(temporaryFor: entity)
+        self.slots = Self.defaultSlots(for: entity)
+        if let context {
+            context.insert(self)
+        }
+    }
+
+    /// Creates an object of the entity that the context's model maps to this class and
+    /// inserts it into `context`.
+    ///
+    /// Traps when the context's model has no entity for this class.
+    public convenience init(context: NSManagedObjectContext) {
+        let entity = context.entityDescription(for: Self.self)
+        self.init(entity: entity, insertInto: context)
+    }
+
+    /// Slots holding each property's default value.
+    static func defaultSlots(for entity: NSEntityDescription) -> ContiguousArray<Slot> {
+        ContiguousArray(
+            entity.properties.map { p -> Slot in
+                if let a = p as? NSAttributeDescription { return .value(a.defaultStoreValue ?? .null) }
+                if let r = p as? NSRelationshipDescription, r.isToMany { return .toMany([]) }
+                return .toOne(nil)
+            })
+    }
+
+
+    // MARK: Lifecycle hooks
+    //
+    // Overridable hooks must live in the class body: Swift cannot override members declared
+    // in extensions of a non-Objective-C class.
+
+    /// Called once when the object is inserted into a context (not when it is fetched). Set
+    /// initial values here; the changes count as part of the insert.
+    open func awakeFromInsert() {}
+
+    /// Called when a fault is fired and the object's values were loaded from the store.
+    open func awakeFromFetch() {}
+
+    /// Called on every inserted, updated or deleted object at the start of a save, before
+    /// validation. Changes made here are saved too.
+    open func willSave() {}
+
+    /// Called on every inserted, updated or deleted object after its save reached the store.
+    open func didSave() {}
+
+    /// Called when the object is about to be deleted (when the context processes the
+    /// deletion), before delete rules are applied to its relationships.
+    open func prepareForDeletion() {}
+
+    /// Called before the object's values are dropped to turn it into a fault.
+    open func willTurnIntoFault() {}
+
+    /// Called after the object became a fault.
+    open func didTurnIntoFault() {}
+
+    /// Checks the object before an insert is saved: required attributes and to-one
+    /// relationships have values, to-many relationships respect their counts. Override to
+    /// add checks; call `super` to keep these.
+    ///
+    /// - Throws: ``CoreDataError`` with a validation code; several problems of one object
+    ///   come back as one error with code `.validationMultipleErrors`.
+    open func validateForInsert() throws {
+        try validatePropertyConstraints()
+    }
+
+    /// Checks the object before an update is saved; same checks as ``validateForInsert()``.
+    open func validateForUpdate() throws {
+        try validatePropertyConstraints()
+    }
+
+    /// Checks the object before a deletion is saved: fails while a relationship with the
+    /// deny delete rule still has targets.
+    open func validateForDelete() throws {
+        try validateDenyRules()
+    }
+
+    // MARK: State
+
+    /// Whether the object was inserted into its context and not saved yet.
+    public var isInserted: Bool { checkedFlags().contains(.inserted) }
+    /// Whether the object was changed since the last save (and is not inserted or deleted).
+    public var isUpdated: Bool { checkedFlags().contains(.updated) }
+    /// Whether the object was deleted in its context and the deletion is not saved yet.
+    public var isDeleted: Bool { checkedFlags().contains(.deleted) }
+    /// Whether the object's values are not loaded yet (they load on first access).
+    public var isFault: Bool { checkedFlags().contains(.fault) }
+
+    /// Whether the object has unsaved changes: inserted, deleted or updated.
+    public var hasChanges: Bool { !checkedFlags().isDisjoint(with: [.inserted, .deleted, .updated]) }
+
+    private func checkedFlags() -> Flags {
+        managedObjectContext?.assertOnQueue(#function, object: self)
+        return flags
+    }
+
+    // MARK: Identity
+
+    public static func == (lhs: NSManagedObject, rhs: NSManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String {
+        var state: [String] = []
+        if flags.contains(.fault) { state.append("fault") }
+        if flags.contains(.inserted) { state.append("inserted") }
+        if flags.contains(.updated) { state.append("updated") }
+        if flags.contains(.deleted) { state.append("deleted") }
+        if flags.contains(.invalidated) { state.append("invalidated") }
+        return "<\(entity.name) \(objectID.uriRepresentation().absoluteString)\(state.isEmpty ? "" : " " + state.joined(separator: ","))>"
+    }
+}
+
+/// What one property slot of an object holds.
+enum Slot {
+    /// An attribute value.
+    case value(StoreValue)
+    /// A to-one relationship's target.
+    case toOne(NSManagedObject?)
+    /// A to-many relationship's targets.
+    case toMany(Set<NSManagedObject>)
+    /// A to-one target read from the store and not yet turned into an object.
+    case unresolvedToOne(StoreRowID?)
+    /// To-many targets read from the store and not yet turned into objects.
+    case unresolvedToMany([StoreRowID])
+}

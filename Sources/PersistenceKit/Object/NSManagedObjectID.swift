@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// The identity of a managed object, valid across contexts of one coordinator.
+///
+/// Objects inserted in a context get a temporary ID; saving (or
+/// `NSManagedObjectContext.obtainPermanentIDs(for:)`) gives them a permanent one, which
+/// names the store and the row. IDs are immutable, `Sendable` and `Hashable`: they are how
+/// objects travel between contexts and threads.
+public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertible, NSFetchRequestResult {
+    enum Key: Hashable, Sendable {
+        case temporary(UInt64)
+        case permanent(StoreRowID)
+    }
+
+    /// The entity of the object.
+    public let entity: NSEntityDescription
+    let key: Key
+    /// The identifier of the store holding the object (`nil` for temporary IDs).
+    public let persistentStoreIdentifier: String?
+
+    private static let temporaryCounter = Atomic<UInt64>(1)
+    /// Distinguishes this process's temporary IDs in URIs.
+    private static let processToken = UUID().uuidString
+
+    init(temporaryFor entity: NSEntityDescription) {
+        self.entity = entity
+        let n = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
+        self.key = .temporary(n)
+        self.persistentStoreIdentifier = nil
+    }
+
+    init(entity: NSEntityDescription, row: StoreRowID, store: String) {
+        self.entity = entity
+        self.key = .permanent(row)
+        self.persistentStoreIdentifier = store
+    }
+
+    /// Whether the ID is temporary (the object has not been saved nor given a permanent ID).
+    public var isTemporaryID: Bool {
+        if case .temporary = key { return true }
+        return false
+    }
+
+    /// The store row, for permanent IDs.
+    var rowID: StoreRowID? {
+        if case let .permanent(r) = key { return r }
+        return nil
+    }
+
+    /// A URL that identifies the object:
+    /// `x-coredata://<store identifier>/<Entity>/p<primary key>` for permanent IDs and
+    /// `x-coredata:///<Entity>/t<token><n>` for temporary ones. Turn it back into an ID with
+    /// `NSPersistentStoreCoordinator.managedObjectID(forURIRepresentation:)`.
+    public func uriRepresentation() -> URL {
+        let text: String
+        switch key {
+        case let .permanent(row):
+            text = "x-coredata://\(persistentStoreIdentifier ?? "")/\(entity.name)/p\(row.primaryKey)"
+        case let .temporary(n):
+            text = "x-coredata:///\(entity.name)/t\(Self.processToken)\(n)"
+        }
+        // The entity name is validated to be non-empty; percent-encode anything unusual.
+        let encoded = text.addingPercentEncoding(withAllowedCharacters: .urlFragmentAllowed) ?? text
+        return URL(string: encoded) ?? URL(fileURLWithPath: "/invalid-object-id")
+    }
+
+    public static func == (lhs: NSManagedObjectID, rhs: NSManagedObjectID) -> Bool {
+        lhs === rhs
+            || (lhs.key == rhs.key && lhs.entity === rhs.entity
+                && lhs.persistentStoreIdentifier == rhs.persistentStoreIdentifier)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(ObjectIdentifier(entity))
+    }
+
+    public var description: String {
+        "<\(entity.name) \(uriRepresentation().absoluteString)>"
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+/// A store that keeps rows in memory for the life of the process: fast, and gone when the
+/// store is released. Useful for tests, previews and caches.
+///
+/// # Thread safety
+/// All state is behind one lock; every method may be called from any thread. A commit is
+/// applied under the lock in one step, so readers never see part of it.
+public final class InMemoryStore: PersistentStore {
+    private struct State {
+        var tables: [Int32: [Int64: StoreRow]] = [:]
+        var nextKey: [Int32: Int64] = [:]
+    }
+
+    public let identifier: String
+    public var type: String { NSInMemoryStoreType }
+    public let url: URL?
+    public let metadata: [String: String]
+    private let state = Mutex(State())
+
+    /// Creates an empty in-memory store for `model`.
+    public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {
+        self.identifier = identifier
+        self.url = url
+        self.metadata = [
+            "NSStoreType": NSInMemoryStoreType,
+            "NSStoreUUID": identifier,
+            "ModelVersionHash": model.versionHashString,
+        ]
+    }
+
+    public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
+        state.withLock { s in
+            let first = s.nextKey[entity, default: 1]
+            s.nextKey[entity] = first + Int64(max(count, 1))
+            return first...(first + Int64(max(count, 1)) - 1)
+        }
+    }
+
+    public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
+        state.withLock { s in
+            var conflicts: [StoreConflict] = []
+            for row in transaction.updates {
+                let current = s.tables[row.id.entity]?[row.id.primaryKey]
+                if current?.version != row.version {
+                    conflicts.append(StoreConflict(id: row.id, expectedVersion: row.version, current: current))
+                }
+            }
+            for d in transaction.deletes {
+                let current = s.tables[d.id.entity]?[d.id.primaryKey]
+                if let current, current.version != d.expectedVersion {
+                    conflicts.append(StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: current))
+                }
+            }
+            if !conflicts.isEmpty { return .conflicts(conflicts) }
+            var committed: [StoreRow] = []
+            committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
+            for var row in transaction.inserts {
+                row.version = 1
+                s.tables[row.id.entity, default: [:]][row.id.primaryKey] = row
+                let next = s.nextKey[row.id.entity, default: 1]
+                if row.id.primaryKey >= next { s.nextKey[row.id.entity] = row.id.primaryKey + 1 }
+                committed.append(row)
+            }
+            for var row in transaction.updates {
+                row.version += 1
+                s.tables[row.id.entity, default: [:]][row.id.primaryKey] = row
+                committed.append(row)
+            }
+            for d in transaction.deletes {
+                s.tables[d.id.entity]?[d.id.primaryKey] = nil
+            }
+            return .committed(committed)
+        }
+    }
+
+    public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
+        let rows = state.withLock { s in Array((s.tables[entity] ?? [:]).values) }
+        return rows.filter { filter?.matches($0) ?? true }.sorted { $0.id.primaryKey < $1.id.primaryKey }
+    }
+
+    public func countRows(entity: Int32, filter: StoreFilter?) throws -> Int {
+        state.withLock { s in
+            guard let table = s.tables[entity] else { return 0 }
+            guard let filter else { return table.count }
+            return table.values.reduce(0) { $0 + (filter.matches($1) ? 1 : 0) }
+        }
+    }
+
+    public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
+        state.withLock { $0.tables[id.entity]?[id.primaryKey] }
+    }
+}

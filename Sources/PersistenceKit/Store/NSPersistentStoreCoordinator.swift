@@ -1,0 +1,173 @@
+import Foundation
+import Synchronization
+
+/// Connects contexts to stores: owns the model, the loaded stores, and the commit lock that
+/// serializes saves from all of its contexts.
+///
+/// All entities live in the first store added; further stores are kept but not routed to
+/// (configurations are not supported).
+///
+/// # Thread safety
+/// Every method may be called from any thread. Commits are serialized by one lock, so two
+/// contexts never write at the same time ("serialized writes"); reads go to the store, which
+/// never exposes part of a commit.
+public final class NSPersistentStoreCoordinator: Sendable {
+    /// Creates a store of a registered type.
+    public typealias StoreFactory =
+        @Sendable (_ url: URL?, _ options: [String: String], _ model: NSManagedObjectModel) throws -> any PersistentStore
+
+    /// The model of every store and context of this coordinator (sealed by the coordinator).
+    public let managedObjectModel: NSManagedObjectModel
+    /// The result of validating the model, reported when a store is added.
+    private let modelError: ModelError?
+    private let stores = Mutex<[any PersistentStore]>([])
+    /// Serializes commits: one writer at a time across all contexts of this coordinator.
+    private let commitLock = Mutex<Void>(())
+    /// Contexts that merge this coordinator's saves automatically.
+    private let mergeObservers = Mutex<[WeakContext]>([])
+
+    private static let factories = Mutex<[String: StoreFactory]>([
+        NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) }
+    ])
+
+    /// Creates a coordinator for `model`, which becomes immutable. An invalid model is
+    /// reported when a store is added.
+    public init(managedObjectModel model: NSManagedObjectModel) {
+        var error: ModelError?
+        if !model.isSealed {
+            do { try model.validate() } catch let e { error = e }
+        }
+        model.seal()
+        self.managedObjectModel = model
+        self.modelError = error
+    }
+
+    /// Registers a store type so that descriptions and ``addPersistentStore(type:at:options:)``
+    /// can name it.
+    public static func registerStoreType(_ type: String, factory: @escaping StoreFactory) {
+        factories.withLock { $0[type] = factory }
+    }
+
+    /// The stores added so far.
+    public var persistentStores: [any PersistentStore] { stores.withLock { $0 } }
+
+    /// Creates and adds a store of a registered type.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for an unknown type,
+    ///   `.persistentStoreAlreadyAdded` when a store with this URL is already added,
+    ///   `.coreData` with the ``ModelError`` when the model is invalid, or the store's own
+    ///   error when it cannot be opened.
+    @discardableResult
+    public func addPersistentStore(type: String, at url: URL?, options: [String: String]? = nil) throws -> any PersistentStore {
+        if let modelError {
+            throw CoreDataError(.coreData, "the model is invalid: \(modelError)", underlying: modelError)
+        }
+        guard let factory = Self.factories.withLock({ $0[type] }) else {
+            throw CoreDataError(
+                .persistentStoreInvalidType,
+                "unknown store type '\(type)'; use \(NSInMemoryStoreType) or register the type with "
+                    + "NSPersistentStoreCoordinator.registerStoreType(_:factory:).")
+        }
+        if let url, persistentStores.contains(where: { $0.url == url }) {
+            throw CoreDataError(
+                .persistentStoreAlreadyAdded,
+                "a store at \(url.path) is already added to this coordinator; a store can be loaded only once.")
+        }
+        let store = try factory(url, options ?? [:], managedObjectModel)
+        try addPersistentStore(store)
+        return store
+    }
+
+    /// Adds a store built elsewhere (for example a custom ``PersistentStore``).
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreAlreadyAdded` when this store (or its
+    ///   URL) is already added, `.coreData` when the model is invalid.
+    public func addPersistentStore(_ store: any PersistentStore) throws {
+        if let modelError {
+            throw CoreDataError(.coreData, "the model is invalid: \(modelError)", underlying: modelError)
+        }
+        try stores.withLock { list throws(CoreDataError) in
+            if list.contains(where: { $0 === store || $0.identifier == store.identifier || (store.url != nil && $0.url == store.url) }) {
+                throw CoreDataError(
+                    .persistentStoreAlreadyAdded,
+                    "store \(store.identifier) (\(store.url?.path ?? "no URL")) is already added to this coordinator.")
+            }
+            list.append(store)
+        }
+    }
+
+    /// Removes a store. Objects from it become unreachable.
+    public func remove(_ store: any PersistentStore) {
+        stores.withLock { $0.removeAll { $0 === store } }
+    }
+
+    /// The store with the given identifier, if added.
+    public func persistentStore(withIdentifier identifier: String) -> (any PersistentStore)? {
+        persistentStores.first { $0.identifier == identifier }
+    }
+
+    /// The object ID named by a URI from `NSManagedObjectID.uriRepresentation()`, or `nil`
+    /// when the URI is malformed or names a store or entity this coordinator does not have.
+    /// Temporary IDs' URIs never resolve (as in Core Data).
+    public func managedObjectID(forURIRepresentation url: URL) -> NSManagedObjectID? {
+        guard url.scheme == "x-coredata", let host = url.host, !host.isEmpty else { return nil }
+        let parts = url.path.split(separator: "/").map(String.init)
+        guard parts.count == 2, parts[1].hasPrefix("p"), let pk = Int64(parts[1].dropFirst()),
+            let store = persistentStore(withIdentifier: host),
+            let entity = managedObjectModel.entitiesByName[parts[0].removingPercentEncoding ?? parts[0]]
+        else { return nil }
+        return NSManagedObjectID(entity: entity, row: StoreRowID(entity: entity.index, primaryKey: pk), store: store.identifier)
+    }
+
+    // MARK: Internal store access
+
+    /// The store all entities live in.
+    func primaryStore(for operation: String) throws -> any PersistentStore {
+        guard let store = stores.withLock({ $0.first }) else {
+            throw CoreDataError(
+                .coreData,
+                "\(operation) failed: this coordinator has no persistent stores. Load a store first "
+                    + "(container.loadPersistentStores or coordinator.addPersistentStore).")
+        }
+        return store
+    }
+
+    /// Whether the ID belongs to this coordinator's model and one of its stores.
+    func owns(_ id: NSManagedObjectID) -> Bool {
+        guard id.entity.managedObjectModel === managedObjectModel else { return false }
+        guard let store = id.persistentStoreIdentifier else { return true }
+        return persistentStore(withIdentifier: store) != nil
+    }
+
+    /// Commits under the coordinator's write lock.
+    func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> StoreCommitResult {
+        try commitLock.withLock { _ in try store.commit(transaction) }
+    }
+
+    // MARK: Automatic merging
+
+    func addMergeObserver(_ context: NSManagedObjectContext) {
+        mergeObservers.withLock { list in
+            list.removeAll { $0.context == nil || $0.context === context }
+            list.append(WeakContext(context: context))
+        }
+    }
+
+    func removeMergeObserver(_ context: NSManagedObjectContext) {
+        mergeObservers.withLock { list in list.removeAll { $0.context == nil || $0.context === context } }
+    }
+
+    /// Hands a completed save to every other context that merges automatically; each merges
+    /// on its own queue.
+    func broadcast(_ changes: SavedChanges, from origin: NSManagedObjectContext) {
+        let targets = mergeObservers.withLock { list in list.compactMap(\.context) }
+        for context in targets where context !== origin {
+            context.perform { context.mergeSavedChanges(changes) }
+        }
+    }
+}
+
+/// A weak reference to a context, for observer lists.
+struct WeakContext: Sendable {
+    weak var context: NSManagedObjectContext?
+}

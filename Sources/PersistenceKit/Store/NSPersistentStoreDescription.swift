@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+
+/// Describes a store to load: its type, location and options.
+///
+/// # Thread safety
+/// All properties are behind a lock, so a description may be shared between threads (the
+/// container hands it to completion handlers that may run on a background queue).
+public final class NSPersistentStoreDescription: Sendable, CustomStringConvertible {
+    private struct State {
+        var type: String
+        var url: URL?
+        var shouldAddStoreAsynchronously = false
+        var options: [String: String] = [:]
+        var configuration: String?
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a description of a store at `url`. The type defaults to the in-memory store
+    /// until the file store lands (see README).
+    public init(url: URL? = nil, type: String = NSInMemoryStoreType) {
+        state = Mutex(State(type: type, url: url))
+    }
+
+    /// The store type (for example ``NSInMemoryStoreType``).
+    public var type: String {
+        get { state.withLock { $0.type } }
+        set { state.withLock { $0.type = newValue } }
+    }
+
+    /// The store's location.
+    public var url: URL? {
+        get { state.withLock { $0.url } }
+        set { state.withLock { $0.url = newValue } }
+    }
+
+    /// When `true`, ``NSPersistentContainer/loadPersistentStores(completionHandler:)``
+    /// loads this store on a background queue and calls the handler there.
+    public var shouldAddStoreAsynchronously: Bool {
+        get { state.withLock { $0.shouldAddStoreAsynchronously } }
+        set { state.withLock { $0.shouldAddStoreAsynchronously = newValue } }
+    }
+
+    /// The configuration name. Configurations are not supported; kept for source compatibility.
+    public var configuration: String? {
+        get { state.withLock { $0.configuration } }
+        set { state.withLock { $0.configuration = newValue } }
+    }
+
+    /// Store options, passed to the store when it is created.
+    public var options: [String: String] {
+        state.withLock { $0.options }
+    }
+
+    /// Sets one store option (`nil` removes it).
+    public func setOption(_ value: String?, forKey key: String) {
+        state.withLock { $0.options[key] = value }
+    }
+
+    public var description: String {
+        "NSPersistentStoreDescription(type: \(type), url: \(url?.path ?? "nil"))"
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// The contract between a coordinator and a store. `InMemoryStore` implements it; the file
+/// store will too.
+///
+/// # What an implementer must guarantee
+/// - ``commit(_:)`` is atomic: either every insert, update and delete of the transaction is
+///   applied (and visible to every later read) or none is. Updates and deletes whose
+///   expected version differs from the stored one make the whole transaction fail with
+///   ``StoreCommitResult/conflicts(_:)`` and change nothing.
+/// - Each committed row gets version `expected + 1` (1 for inserts).
+/// - Reads never see part of a transaction.
+/// - Every method is safe to call from any thread. The coordinator serializes commits, but
+///   reads may run concurrently with each other and with a commit.
+/// - Errors are thrown as typed errors naming the store and what failed; a failed commit
+///   leaves the store as it was.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// The store's unique, stable identifier (used in object ID URIs).
+    var identifier: String { get }
+    /// The store type (for example ``NSInMemoryStoreType``).
+    var type: String { get }
+    /// Where the store lives, if anywhere.
+    var url: URL? { get }
+    /// Key-value metadata (store identifier, model version hash, …).
+    var metadata: [String: String] { get }
+
+    /// Hands out `count` fresh primary keys for `entity`, never reused by this store.
+    func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64>
+    /// Applies a transaction atomically, or reports conflicts and applies nothing.
+    func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult
+    /// The rows of `entity` that pass `filter` (all rows when `nil`), in primary-key order.
+    func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow]
+    /// The number of rows of `entity` that pass `filter`.
+    func countRows(entity: Int32, filter: StoreFilter?) throws -> Int
+    /// One row by ID, or `nil` when there is none.
+    func fetchRow(_ id: StoreRowID) throws -> StoreRow?
+}
+
+/// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.
+public let NSInMemoryStoreType = "InMemory"
