@@ -1,4 +1,2 @@
-// ModelActorKit re-exports PersistenceKit, so `import ModelActorKit` is enough. The model
-// actor types (NSModelActor, NSMainModelActor, NSModelObjectContextExecutor) arrive with
-// their own issue; see README's feature table.
+// `import ModelActorKit` is enough: it re-exports PersistenceKit.
 @_exported import PersistenceKit

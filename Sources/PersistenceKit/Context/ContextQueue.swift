@@ -50,6 +50,8 @@ final class ContextQueue: Sendable {
     enum Job: Sendable {
         case block(@Sendable () -> Void)
         case handoff(Handoff)
+        /// A Swift concurrency job of an actor whose executor is this queue.
+        case executorJob(UnownedJob, UnownedSerialExecutor)
     }
 
     struct State: ~Copyable {
@@ -73,9 +75,26 @@ final class ContextQueue: Sendable {
     /// Whether the calling thread is running this queue's work right now.
     var isCurrent: Bool {
         switch kind {
-        case .main: Thread.isMainThread
+        case .main: Self.isOnMainQueue
         case .privateQueue: owner.load(ordering: .relaxed) == currentThreadID()
         }
+    }
+
+    private static let mainQueueKey: DispatchSpecificKey<UInt8> = {
+        let key = DispatchSpecificKey<UInt8>()
+        DispatchQueue.main.setSpecific(key: key, value: 1)
+        return key
+    }()
+
+    /// Whether the caller runs on the main queue (the main actor's executor).
+    ///
+    /// `Thread.isMainThread` alone is wrong on Linux: once `dispatchMain()` runs (as it does
+    /// under async `main` and the test runner), the main thread exits and a Dispatch worker
+    /// thread drains the main queue. A queue-specific value marks the main queue wherever it
+    /// runs. (Regression: checking only `Thread.isMainThread` made main-actor code look
+    /// off-queue and deadlocked `performAndWait` through `DispatchQueue.main.sync`.)
+    static var isOnMainQueue: Bool {
+        Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) != nil
     }
 
     /// Enqueues `block`; returns at once. Blocks run one at a time in FIFO order.
@@ -84,14 +103,28 @@ final class ContextQueue: Sendable {
         case .main:
             DispatchQueue.main.async(execute: block)
         case .privateQueue:
-            let start = state.withLock { s in
-                s.jobs.append(.block(block))
-                if s.active { return false }
-                s.active = true
-                return true
-            }
-            if start { scheduleDrain() }
+            enqueue(.block(block))
         }
+    }
+
+    /// Enqueues an actor job in the same FIFO as perform blocks; never blocks.
+    func enqueue(_ job: UnownedJob, executor: UnownedSerialExecutor) {
+        switch kind {
+        case .main:
+            DispatchQueue.main.async { job.runSynchronously(on: executor) }
+        case .privateQueue:
+            enqueue(.executorJob(job, executor))
+        }
+    }
+
+    private func enqueue(_ job: Job) {
+        let start = state.withLock { s in
+            s.jobs.append(job)
+            if s.active { return false }
+            s.active = true
+            return true
+        }
+        if start { scheduleDrain() }
     }
 
     /// Runs `body` on this queue and returns its result: inline when the caller already owns
@@ -100,7 +133,7 @@ final class ContextQueue: Sendable {
     func sync<T>(_ body: () throws -> T) rethrows -> T {
         switch kind {
         case .main:
-            if Thread.isMainThread { return try body() }
+            if Self.isOnMainQueue { return try body() }
             return try DispatchQueue.main.sync(execute: body)
         case .privateQueue:
             let me = currentThreadID()
@@ -147,6 +180,9 @@ final class ContextQueue: Sendable {
             switch job {
             case let .block(block):
                 block()
+                ran += 1
+            case let .executorJob(job, executor):
+                job.runSynchronously(on: executor)
                 ran += 1
             case let .handoff(h):
                 owner.store(0, ordering: .relaxed)

@@ -171,6 +171,22 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             "PersistenceKit concurrency violation: \(operation) on \(what) from the wrong thread. Rule: \(rule).")
     }
 
+    // MARK: Executor support (for ModelActorKit)
+
+    /// Runs a Swift concurrency job on the context's queue, in one FIFO with `perform`
+    /// blocks. Never blocks. Used by `NSModelObjectContextExecutor`.
+    package func enqueueExecutorJob(_ job: UnownedJob, executor: UnownedSerialExecutor) {
+        queue.enqueue(job, executor: executor)
+    }
+
+    /// Whether the calling thread is running this context's queue right now.
+    package var isExecutingOnQueue: Bool { queue.isCurrent }
+
+    /// Whether the caller runs on the main queue (the main actor's executor). On Linux this
+    /// is not the same as `Thread.isMainThread`: after `dispatchMain()` a worker thread
+    /// drains the main queue.
+    package static var isOnMainQueue: Bool { ContextQueue.isOnMainQueue }
+
     // MARK: Perform
 
     /// Runs `block` asynchronously on the context's queue, after every block enqueued
