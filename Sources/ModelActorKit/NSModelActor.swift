@@ -58,16 +58,18 @@ extension NSModelActor {
     }
 
     /// Sends `action` into the actor's isolation and returns its result, which need not be
-    /// `Sendable`: it is `sending`, so the caller owns it afterwards.
+    /// `Sendable`: it is `sending`, so the caller owns it afterwards. The closure receives the
+    /// actor itself as an `isolated` parameter, so it may call the actor's synchronous
+    /// methods, and the actor's context.
     public nonisolated func withContext<T, E: Error>(
-        isolated action: sending (isolated Self, NSManagedObjectContext) throws(E) -> sending T
+        isolated action: @Sendable (isolated Self, NSManagedObjectContext) throws(E) -> sending T
     ) async throws(E) -> sending T {
-        try await Self.run(on: self, action)
+        try await runIsolated(action)
     }
 
-    private static func run<T, E: Error>(
-        on actor: isolated Self, _ action: sending (isolated Self, NSManagedObjectContext) throws(E) -> sending T
-    ) async throws(E) -> sending T {
-        try action(actor, actor.modelContext)
+    private func runIsolated<T, E: Error>(
+        _ action: @Sendable (isolated Self, NSManagedObjectContext) throws(E) -> sending T
+    ) throws(E) -> sending T {
+        try action(self, modelContext)
     }
 }

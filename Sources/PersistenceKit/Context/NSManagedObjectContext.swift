@@ -64,9 +64,12 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Whether queue checks run: always in debug builds; in release builds when
     /// `PERSISTENCEKIT_CONCURRENCY_DEBUG` is set to a non-zero value.
     static let checksQueues: Bool = {
-        if _isDebugAssertConfiguration() { return true }
+        #if DEBUG
+        return true
+        #else
         let value = ProcessInfo.processInfo.environment["PERSISTENCEKIT_CONCURRENCY_DEBUG"] ?? "0"
         return value != "0" && !value.isEmpty
+        #endif
     }()
 
     /// Creates a context of the given type. Set ``persistentStoreCoordinator`` before use.

@@ -1,0 +1,147 @@
+// Executor throughput: an NSModelActor (jobs on its context's queue) against two baselines
+// measured in the same run — a plain Swift actor (default executor) and the textbook
+// SerialExecutor that forwards every job to its own DispatchQueue.
+//
+//   swift run -c release ExecutorBenchmark [iterations]
+//
+// Prints ns/op for each workload and the ratios ours/plain and textbook/ours.
+
+import Dispatch
+import Foundation
+import ModelActorKit
+
+final class BenchItem: NSManagedObject {
+    @Attribute var count: Int64 = 0
+}
+
+// MARK: The three actors under test
+
+actor PlainActor {
+    var n = 0
+    func hop() { n &+= 1 }
+    func ping(_ other: PlainActor, _ remaining: Int) async {
+        n &+= 1
+        if remaining > 0 { await other.ping(self, remaining - 1) }
+    }
+}
+
+/// The textbook design: one DispatchQueue per executor, one `queue.async` per job.
+final class DispatchQueueExecutor: SerialExecutor {
+    let queue = DispatchQueue(label: "textbook")
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { unowned.runSynchronously(on: executor) }
+    }
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+}
+
+actor TextbookActor {
+    let executor = DispatchQueueExecutor()
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    var n = 0
+    func hop() { n &+= 1 }
+    func ping(_ other: TextbookActor, _ remaining: Int) async {
+        n &+= 1
+        if remaining > 0 { await other.ping(self, remaining - 1) }
+    }
+}
+
+actor ModelActor: NSModelActor {
+    nonisolated let modelContainer: NSPersistentContainer
+    nonisolated let modelExecutor: NSModelObjectContextExecutor
+    var n = 0
+    init(container: NSPersistentContainer) {
+        modelContainer = container
+        modelExecutor = NSModelObjectContextExecutor(context: container.newBackgroundContext())
+    }
+    func hop() { n &+= 1 }
+    func ping(_ other: ModelActor, _ remaining: Int) async {
+        n &+= 1
+        if remaining > 0 { await other.ping(self, remaining - 1) }
+    }
+}
+
+// MARK: Harness
+
+func nanoseconds(_ iterations: Int, _ body: () async -> Void) async -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    await body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(iterations)
+}
+
+func sequential<A>(_ actor: A, _ n: Int, _ hop: @escaping @Sendable (A) async -> Void) async -> Double where A: Sendable {
+    await Task.detached {
+        for _ in 0..<1000 { await hop(actor) }  // warm-up
+        return await nanoseconds(n) { for _ in 0..<n { await hop(actor) } }
+    }.value
+}
+
+func hammer<A>(_ actor: A, _ n: Int, _ hop: @escaping @Sendable (A) async -> Void) async -> Double where A: Sendable {
+    await nanoseconds(n) {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { for _ in 0..<(n / 8) { await hop(actor) } }
+            }
+        }
+    }
+}
+
+let iterations = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
+let model = try NSManagedObjectModel(managedObjectClasses: [BenchItem.self])
+let container = NSPersistentContainer(name: "bench", managedObjectModel: model)
+container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+try await container.loadPersistentStores()
+
+let plain = PlainActor(), plain2 = PlainActor()
+let textbook = TextbookActor(), textbook2 = TextbookActor()
+let ours = ModelActor(container: container), ours2 = ModelActor(container: container)
+let context = container.newBackgroundContext()
+
+struct Row { let name: String; let plain: Double; let textbook: Double; let ours: Double }
+var rows: [Row] = []
+
+rows.append(
+    Row(
+        name: "(a) sequential hops",
+        plain: await sequential(plain, iterations) { await $0.hop() },
+        textbook: await sequential(textbook, iterations) { await $0.hop() },
+        ours: await sequential(ours, iterations) { await $0.hop() }))
+
+let performRoundTrip = await Task.detached {
+    for _ in 0..<1000 { await context.perform {} }
+    return await nanoseconds(iterations) { for _ in 0..<iterations { await context.perform {} } }
+}.value
+rows.append(Row(name: "(b) await context.perform {}", plain: .nan, textbook: .nan, ours: performRoundTrip))
+
+rows.append(
+    Row(
+        name: "(c) 8 tasks, one actor",
+        plain: await hammer(plain, iterations) { await $0.hop() },
+        textbook: await hammer(textbook, iterations) { await $0.hop() },
+        ours: await hammer(ours, iterations) { await $0.hop() }))
+
+let pings = iterations / 2
+/// Checks that a ping-pong really hopped `pings` times.
+func hops(_ a: PlainActor, _ b: PlainActor) async -> Int { await a.n + b.n }
+rows.append(
+    Row(
+        name: "(d) two actors ping-pong",
+        plain: await Task.detached { await nanoseconds(pings) { await plain.ping(plain2, pings) } }.value,
+        textbook: await Task.detached { await nanoseconds(pings) { await textbook.ping(textbook2, pings) } }.value,
+        ours: await Task.detached { await nanoseconds(pings) { await ours.ping(ours2, pings) } }.value))
+
+func f(_ x: Double) -> String { x.isNaN ? "—" : String(format: "%.0f", x) }
+func r(_ x: Double) -> String { x.isNaN ? "—" : String(format: "%.1fx", x) }
+print("Executor benchmark, \(iterations) iterations, ns per operation (release build)")
+print("workload                       plain actor   textbook DQ   NSModelActor   ours/plain   textbook/ours")
+for row in rows {
+    print(
+        row.name.padding(toLength: 30, withPad: " ", startingAt: 0),
+        f(row.plain).leftPad(12), f(row.textbook).leftPad(13), f(row.ours).leftPad(14),
+        r(row.ours / row.plain).leftPad(12), r(row.textbook / row.ours).leftPad(15))
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
+}
