@@ -15,6 +15,11 @@ let package = Package(
             dependencies: ["PersistenceKit"],
             path: "Examples/Bookshelf"
         ),
+        .executableTarget(
+            name: "ExecutorBenchmark",
+            dependencies: ["ModelActorKit"],
+            path: "Benchmarks/ExecutorBenchmark"
+        ),
         .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit"]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit"]),
     ],
