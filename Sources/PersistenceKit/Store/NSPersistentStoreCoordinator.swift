@@ -27,7 +27,15 @@ public final class NSPersistentStoreCoordinator: Sendable {
     private let mergeObservers = Mutex<[WeakContext]>([])
 
     private static let factories = Mutex<[String: StoreFactory]>([
-        NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) }
+        NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) },
+        NSFileStoreType: { url, options, model in
+            guard let url else {
+                throw CoreDataError(.persistentStoreOpen, "a file store needs a URL; set the description's url.")
+            }
+            let durability = options[FileStore.durabilityOptionKey].flatMap(FileStore.Durability.init(rawValue:)) ?? .full
+            // FileStoreError passes through unwrapped: it names the file, offset and cause.
+            return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
+        },
     ])
 
     /// Creates a coordinator for `model`, which becomes immutable. An invalid model is
@@ -56,7 +64,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for an unknown type,
     ///   `.persistentStoreAlreadyAdded` when a store with this URL is already added,
     ///   `.coreData` with the ``ModelError`` when the model is invalid, or the store's own
-    ///   error when it cannot be opened.
+    ///   error (``FileStoreError`` for the file store) when it cannot be opened.
     @discardableResult
     public func addPersistentStore(type: String, at url: URL?, options: [String: String]? = nil) throws -> any PersistentStore {
         if let modelError {

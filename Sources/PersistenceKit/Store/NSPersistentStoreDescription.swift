@@ -17,9 +17,9 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
 
     private let state: Mutex<State>
 
-    /// Creates a description of a store at `url`. The type defaults to the in-memory store
-    /// until the file store lands (see README).
-    public init(url: URL? = nil, type: String = NSInMemoryStoreType) {
+    /// Creates a description of a store at `url`. The type defaults to the file store
+    /// (``NSFileStoreType``); use ``NSInMemoryStoreType`` for a store that lives in memory.
+    public init(url: URL? = nil, type: String = NSFileStoreType) {
         state = Mutex(State(type: type, url: url))
     }
 

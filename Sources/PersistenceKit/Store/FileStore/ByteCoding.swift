@@ -1,0 +1,115 @@
+import Foundation
+
+/// Appends little-endian values to a byte buffer.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
+    mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
+    mutating func raw(_ v: some Sequence<UInt8>) { bytes.append(contentsOf: v) }
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { buf in
+            u32(UInt32(buf.count))
+            bytes.append(contentsOf: buf)
+        }
+    }
+
+    /// Overwrites a 32-bit value written earlier at `offset`.
+    mutating func patch32(_ v: UInt32, at offset: Int) {
+        withUnsafeBytes(of: v.littleEndian) { raw in
+            for i in 0..<4 { bytes[offset + i] = raw[i] }
+        }
+    }
+}
+
+/// Reads little-endian values from a byte range, throwing a ``FileStoreError`` with the
+/// absolute file offset when the data runs out or is malformed.
+struct ByteReader {
+    let base: UnsafeRawBufferPointer
+    /// The file offset of `base[0]`.
+    let fileOffset: Int
+    var position: Int
+    let end: Int
+    let path: String
+
+    init(_ base: UnsafeRawBufferPointer, range: Range<Int>, fileOffset: Int = 0, path: String) {
+        self.base = base
+        self.position = range.lowerBound
+        self.end = range.upperBound
+        self.fileOffset = fileOffset
+        self.path = path
+    }
+
+    var offset: Int { fileOffset + position }
+    var remaining: Int { end - position }
+
+    func corrupt(_ reason: String) -> FileStoreError {
+        FileStoreError(.corrupt, path: path, offset: offset, reason)
+    }
+
+    mutating func need(_ n: Int) throws(FileStoreError) {
+        guard n >= 0, position + n <= end else { throw corrupt("record data ends early (needed \(n) more bytes)") }
+    }
+
+    mutating func u8() throws(FileStoreError) -> UInt8 {
+        try need(1)
+        defer { position += 1 }
+        return base[position]
+    }
+
+    mutating func u16() throws(FileStoreError) -> UInt16 {
+        try need(2)
+        defer { position += 2 }
+        return UInt16(base[position]) | UInt16(base[position + 1]) << 8
+    }
+
+    mutating func u32() throws(FileStoreError) -> UInt32 {
+        try need(4)
+        defer { position += 4 }
+        return base.loadUnaligned(fromByteOffset: position, as: UInt32.self).littleEndian
+    }
+
+    mutating func u64() throws(FileStoreError) -> UInt64 {
+        try need(8)
+        defer { position += 8 }
+        return base.loadUnaligned(fromByteOffset: position, as: UInt64.self).littleEndian
+    }
+
+    mutating func i32() throws(FileStoreError) -> Int32 { Int32(bitPattern: try u32()) }
+    mutating func i64() throws(FileStoreError) -> Int64 { Int64(bitPattern: try u64()) }
+
+    mutating func bytes(_ n: Int) throws(FileStoreError) -> UnsafeRawBufferPointer {
+        try need(n)
+        defer { position += n }
+        return UnsafeRawBufferPointer(rebasing: base[position..<(position + n)])
+    }
+
+    mutating func string() throws(FileStoreError) -> String {
+        let n = Int(try u32())
+        let raw = try bytes(n)
+        guard let s = String(validating: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+            throw corrupt("a string is not valid UTF-8")
+        }
+        return s
+    }
+
+    mutating func skip(_ n: Int) throws(FileStoreError) {
+        try need(n)
+        position += n
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// `withUnsafeBytes` that keeps a typed ``FileStoreError`` (the standard one rethrows
+    /// untyped errors).
+    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws(FileStoreError) -> T) throws(FileStoreError) -> T {
+        try withUnsafeBytes { buf in Result { () throws(FileStoreError) -> T in try body(buf) } }.get()
+    }
+}

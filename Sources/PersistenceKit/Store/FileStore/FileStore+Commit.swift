@@ -1,0 +1,120 @@
+import Foundation
+
+// The write path. A commit checks optimistic-lock versions, compacts the file first when it
+// holds more than twice its live data, appends one checksummed record, syncs it (full
+// durability), and only then applies it to the in-memory tables. Any failure before that
+// point leaves both the file and the tables as they were.
+extension FileStore {
+    public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
+        try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
+            try checkOpen(s)
+            let n = Int64(max(count, 1))
+            var table = s.tables[entity] ?? Table()
+            s.tables[entity] = nil
+            let first = table.nextKey
+            table.nextKey += n
+            s.tables[entity] = table
+            return first...(first + n - 1)
+        }
+    }
+
+    public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
+        try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
+            try checkOpen(s)
+            var conflicts: [StoreConflict] = []
+            for row in transaction.updates {
+                let current = s.tables[row.id.entity]?.rows[row.id.primaryKey]
+                if current?.version != row.version {
+                    conflicts.append(
+                        StoreConflict(
+                            id: row.id, expectedVersion: row.version,
+                            current: try current.map { ref throws(FileStoreError) in try decodeRow(row.id, ref, s.image) }))
+                }
+            }
+            for d in transaction.deletes {
+                if let current = s.tables[d.id.entity]?.rows[d.id.primaryKey], current.version != d.expectedVersion {
+                    conflicts.append(
+                        StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: try decodeRow(d.id, current, s.image)))
+                }
+            }
+            if !conflicts.isEmpty { return .conflicts(conflicts) }
+            if transaction.isEmpty { return .committed([]) }
+            try compactIfNeeded(&s)
+
+            // Encode the payload; remember where each row's values land.
+            var w = ByteWriter(capacity: 64 + transaction.inserts.count * 64)
+            var insertedMax: [Int32: Int64] = [:]
+            for row in transaction.inserts { insertedMax[row.id.entity] = max(insertedMax[row.id.entity] ?? 0, row.id.primaryKey) }
+            w.u16(UInt16(insertedMax.count))
+            for (entity, maxKey) in insertedMax.sorted(by: { $0.key < $1.key }) {
+                w.i32(entity)
+                w.i64(max(s.tables[entity]?.nextKey ?? 1, maxKey + 1))
+            }
+            w.u32(UInt32(transaction.inserts.count + transaction.updates.count + transaction.deletes.count))
+            var committed: [StoreRow] = []
+            committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
+            var placed: [(id: StoreRowID, offset: Int, length: Int, version: Int64)] = []
+            placed.reserveCapacity(committed.capacity)
+            func put(_ row: StoreRow, version: Int64) {
+                w.u8(FileStoreFormat.Op.put.rawValue)
+                w.i32(row.id.entity)
+                w.i64(row.id.primaryKey)
+                w.i64(version)
+                let lengthAt = w.bytes.count
+                w.u32(0)
+                let start = w.bytes.count
+                FileStoreFormat.encode(row.values, into: &w)
+                w.patch32(UInt32(w.bytes.count - start), at: lengthAt)
+                placed.append((row.id, start, w.bytes.count - start, version))
+                committed.append(StoreRow(id: row.id, version: version, values: row.values))
+            }
+            for row in transaction.inserts { put(row, version: 1) }
+            for row in transaction.updates { put(row, version: row.version + 1) }
+            for d in transaction.deletes {
+                w.u8(FileStoreFormat.Op.delete.rawValue)
+                w.i32(d.id.entity)
+                w.i64(d.id.primaryKey)
+                w.i64(d.expectedVersion)
+            }
+
+            let recordStart = s.image.count
+            let record = FileStoreFormat.record(.transaction, sequence: s.sequence + 1, payload: w.bytes)
+            try append(record, at: recordStart, to: &s)
+
+            // The record is on disk: apply it.
+            s.image.append(contentsOf: record)
+            s.sequence += 1
+            let payloadStart = recordStart + FileStoreFormat.recordHeaderSize
+            let image = s.image
+            try image.withBytes { buf throws(FileStoreError) in
+                for p in placed {
+                    let ref = RowRef(offset: payloadStart + p.offset, length: p.length, version: p.version)
+                    try Self.putRow(ref, entity: p.id.entity, pk: p.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+                }
+                for d in transaction.deletes {
+                    Self.removeRow(entity: d.id.entity, pk: d.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+                }
+            }
+            return .committed(committed)
+        }
+    }
+
+    /// Writes a record at the end of the file (and syncs it under full durability). On
+    /// failure, cuts the file back so the failed bytes cannot be mistaken for a record.
+    private func append(_ record: [UInt8], at offset: Int, to s: inout State) throws(FileStoreError) {
+        guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
+        do {
+            if s.dirtyTail {
+                try file.truncate(to: offset)
+                s.dirtyTail = false
+            }
+            try file.write(record, at: offset)
+            if options.durability == .full { try file.sync() }
+        } catch {
+            s.dirtyTail = true
+            if (try? file.truncate(to: offset)) != nil { s.dirtyTail = false }
+            if let e = error as? StoreIOError { throw FileStoreError.io(e, path: path, "saving") }
+            throw FileStoreError(.io, path: path, "saving failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+// Compaction rewrites the file as a header and one checkpoint record holding every live
+// row. The new file is written beside the old one (`-compact`), synced, and renamed over it,
+// so a crash or an I/O error at any step leaves either the old file or the new one, both
+// complete.
+extension FileStore {
+    /// Compacts when the file is past the threshold and holds more than twice its live data.
+    func compactIfNeeded(_ s: inout State) throws(FileStoreError) {
+        let live = s.liveBytes + FileStoreFormat.headerSize + FileStoreFormat.recordOverhead + 6 + 12 * s.tables.count
+        guard s.image.count >= options.compactionThreshold, s.image.count > 2 * live else { return }
+        try compact(&s)
+    }
+
+    /// Compacts the file now, whatever its size.
+    public func compact() throws {
+        try state.withLock { s throws(FileStoreError) in
+            try checkOpen(s)
+            try compact(&s)
+        }
+    }
+
+    private func compact(_ s: inout State) throws(FileStoreError) {
+        let fs = options.fileSystem
+        let directory = (path as NSString).deletingLastPathComponent
+        var w = ByteWriter(capacity: s.liveBytes + 64)
+        let entities = s.tables.keys.sorted()
+        w.u16(UInt16(entities.count))
+        for e in entities {
+            w.i32(e)
+            w.i64(s.tables[e]?.nextKey ?? 1)
+        }
+        w.u32(UInt32(s.tables.values.reduce(0) { $0 + $1.rows.count }))
+        for e in entities {
+            guard let table = s.tables[e] else { continue }
+            for pk in table.rows.keys.sorted() {
+                guard let ref = table.rows[pk] else { continue }
+                w.u8(FileStoreFormat.Op.put.rawValue)
+                w.i32(e)
+                w.i64(pk)
+                w.i64(ref.version)
+                w.u32(UInt32(ref.length))
+                w.raw(s.image[ref.offset..<(ref.offset + ref.length)])
+            }
+        }
+        var image = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.versionHash)
+        image += FileStoreFormat.record(.checkpoint, sequence: s.sequence, payload: w.bytes)
+
+        let temporary = path + "-compact"
+        do {
+            try Self.io(path, "compacting (writing the new file)") {
+                let f = try fs.open(temporary, create: true)
+                defer { f.close() }
+                try f.truncate(to: 0)
+                try f.write(image, at: 0)
+                try f.sync()
+            }
+            try Self.io(path, "compacting (replacing the file)") { try fs.rename(temporary, to: path) }
+        } catch {
+            try? fs.remove(temporary)
+            throw error
+        }
+        // The new file is complete, synced and in place; from here on it is the store.
+        let file: any StoreFile
+        do {
+            try Self.io(path, "compacting (syncing the folder)") { try fs.syncDirectory(directory) }
+            file = try Self.io(path, "compacting (reopening)") { try fs.open(path, create: false) }
+        } catch {
+            // The data on disk is intact, but this store object lost its file: stop using it.
+            s.closed = true
+            throw error
+        }
+        var fresh = State(file: file, lockFile: s.lockFile, image: image)
+        _ = try Self.replay(&fresh, path: path, model: model, tolerant: true, indexedColumns: indexedColumns)
+        fresh.sequence = s.sequence
+        fresh.compactions = s.compactions + 1
+        s.file?.close()
+        s = fresh
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// An index of one attribute: value → primary keys, plus the distinct values in order for
+/// range conditions (rebuilt lazily after changes).
+struct AttributeIndex {
+    var keysByValue: [StoreValue: [Int64]] = [:]
+    var sortedValues: [StoreValue]?
+
+    mutating func add(_ value: StoreValue, _ pk: Int64) {
+        if keysByValue[value] == nil { sortedValues = nil }
+        keysByValue[value, default: []].append(pk)
+    }
+
+    mutating func remove(_ value: StoreValue, _ pk: Int64) {
+        guard var keys = keysByValue[value], let i = keys.firstIndex(of: pk) else { return }
+        keys.swapAt(i, keys.count - 1)
+        keys.removeLast()
+        if keys.isEmpty {
+            keysByValue[value] = nil
+            sortedValues = nil
+        } else {
+            keysByValue[value] = keys
+        }
+    }
+
+    /// Primary keys whose value satisfies `condition` (which must be on this attribute).
+    mutating func keys(matching condition: StoreFilter.Condition) -> [Int64]? {
+        switch condition.op {
+        case .equal:
+            return keysByValue[condition.value] ?? []
+        case .notEqual:
+            return nil
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            if sortedValues == nil {
+                sortedValues = keysByValue.keys.sorted { StoreValue.compare($0, $1) == .orderedAscending }
+            }
+            let values = sortedValues ?? []
+            // First value not below the bound (binary search).
+            func lowerBound(_ inclusive: Bool) -> Int {
+                var lo = 0, hi = values.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    let c = StoreValue.compare(values[mid], condition.value)
+                    if c == .orderedAscending || (!inclusive && c == .orderedSame) { lo = mid + 1 } else { hi = mid }
+                }
+                return lo
+            }
+            let range: Range<Int>
+            switch condition.op {
+            case .less: range = 0..<lowerBound(true)
+            case .lessOrEqual: range = 0..<lowerBound(false)
+            case .greater: range = lowerBound(false)..<values.count
+            default: range = lowerBound(true)..<values.count
+            }
+            var result: [Int64] = []
+            for v in values[range] where !v.isNull { result += keysByValue[v] ?? [] }
+            return result
+        }
+    }
+}
+
+extension FileStore.Table {
+    mutating func index(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) throws(FileStoreError) {
+        for c in columns {
+            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+            let v = try FileStoreFormat.decodeValue(at: c, &r)
+            indexes[c, default: AttributeIndex()].add(v, pk)
+        }
+    }
+
+    mutating func unindex(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) {
+        for c in columns {
+            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+            // The row was indexed when it was put, so it decodes; if not, nothing was indexed.
+            guard let v = try? FileStoreFormat.decodeValue(at: c, &r) else { continue }
+            indexes[c]?.remove(v, pk)
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+
+// Opening a store: take the process lock, create the file if needed, read it whole, check
+// the header and every record's checksum, and rebuild the row tables.
+//
+// A session that crashed leaves its `-lock` sidecar behind; then the last record may be
+// unfinished, and it is cut off (it was never acknowledged: saves return only after their
+// record is complete). A store that was closed cleanly ends with a close record; a file
+// that does not is reported as truncated, so damage is never mistaken for a crash.
+extension FileStore {
+    struct Opened {
+        var storeID: String
+        var state: State
+    }
+
+    static func openFiles(
+        path: String, model: NSManagedObjectModel, options: Options, indexedColumns: [Int32: [Int]]
+    ) throws(FileStoreError) -> Opened {
+        let fs = options.fileSystem
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
+        }
+        let lockPath = path + "-lock"
+        let crashed = fs.fileExists(lockPath)
+        let lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
+        let locked: Bool
+        do {
+            locked = try io(path, "locking the store") { try lockFile.tryLock() }
+        } catch {
+            lockFile.close()
+            throw error
+        }
+        guard locked else {
+            lockFile.close()
+            throw FileStoreError(
+                .lockedByAnotherProcess, path: path,
+                "another process has this store open. Close it there first; a store is used by one process at a time.")
+        }
+        do throws(FileStoreError) {
+            try? fs.remove(path + "-compact")
+            var created = false
+            if !fs.fileExists(path) {
+                try createFile(path: path, directory: directory, model: model, fs: fs)
+                created = true
+            }
+            let file = try io(path, "opening the store") { try fs.open(path, create: false) }
+            let size = try io(path, "reading the store") { try file.size() }
+            let image = try io(path, "reading the store") { try file.read(at: 0, count: size) }
+            var state = State(file: file, lockFile: lockFile, image: image)
+            let (storeID, cut) = try replay(&state, path: path, model: model, tolerant: crashed || created, indexedColumns: indexedColumns)
+            if let cut {
+                try io(path, "cutting off an unfinished record") {
+                    try file.truncate(to: cut)
+                    try file.sync()
+                }
+                state.image.removeSubrange(cut...)
+            }
+            return Opened(storeID: storeID, state: state)
+        } catch {
+            lockFile.close()
+            throw error
+        }
+    }
+
+    /// Creates a new store file atomically: written beside the final name, synced, renamed.
+    private static func createFile(path: String, directory: String, model: NSManagedObjectModel, fs: any StoreFileSystem) throws(FileStoreError) {
+        let temporary = path + "-new"
+        let header = FileStoreFormat.header(storeID: UUID(), modelHash: model.versionHash)
+        try io(path, "creating the store") {
+            let f = try fs.open(temporary, create: true)
+            defer { f.close() }
+            try f.truncate(to: 0)
+            try f.write(header, at: 0)
+            try f.sync()
+            try fs.rename(temporary, to: path)
+            try fs.syncDirectory(directory)
+        }
+    }
+
+    /// Runs a file operation, turning its error into a ``FileStoreError``.
+    static func io<T>(_ path: String, _ what: String, _ body: () throws -> T) throws(FileStoreError) -> T {
+        do {
+            return try body()
+        } catch let e as StoreIOError {
+            throw FileStoreError.io(e, path: path, what)
+        } catch let e as FileStoreError {
+            throw e
+        } catch {
+            throw FileStoreError(.io, path: path, "\(what) failed: \(error)")
+        }
+    }
+
+    /// Checks the header and replays every record into `s`. Returns the store ID and, after
+    /// a crash, where an unfinished last record begins.
+    static func replay(
+        _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool, indexedColumns: [Int32: [Int]]
+    ) throws(FileStoreError) -> (String, Int?) {
+        let image = s.image
+        let size = image.count
+        return try image.withBytes { buf throws(FileStoreError) -> (String, Int?) in
+            let magicCount = min(size, 8)
+            guard Array(buf[0..<magicCount]) == Array(FileStoreFormat.magic[0..<magicCount]) else {
+                throw FileStoreError(.notAStore, path: path, offset: 0, "the file is not a PersistenceKit store (wrong magic bytes).")
+            }
+            guard size >= FileStoreFormat.headerSize else {
+                throw FileStoreError(.truncated, path: path, offset: size, "the file ends inside its 64-byte header.")
+            }
+            var r = ByteReader(buf, range: 8..<FileStoreFormat.headerSize, path: path)
+            let version = try r.u32()
+            guard version <= FileStoreFormat.version else {
+                throw FileStoreError(
+                    .newerFormatVersion(found: version, supported: FileStoreFormat.version), path: path, offset: 8,
+                    "the store was written by format version \(version); this PersistenceKit reads up to version "
+                        + "\(FileStoreFormat.version). Use a newer PersistenceKit.")
+            }
+            let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
+            guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])), version >= 1 else {
+                throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
+            }
+            guard try r.u32() == UInt32(FileStoreFormat.headerSize) else {
+                throw FileStoreError(.corrupt, path: path, offset: 12, "the header size is wrong: the header is damaged.")
+            }
+            let idBytes = Array(buf[16..<32])
+            let storeID = UUID(
+                uuid: (idBytes[0], idBytes[1], idBytes[2], idBytes[3], idBytes[4], idBytes[5], idBytes[6], idBytes[7], idBytes[8],
+                    idBytes[9], idBytes[10], idBytes[11], idBytes[12], idBytes[13], idBytes[14], idBytes[15])
+            ).uuidString
+            let storedHash = Data(buf[32..<48])
+            guard storedHash == model.versionHash.prefix(16) else {
+                let stored = storedHash.map { String(format: "%02x", $0) }.joined()
+                throw FileStoreError(
+                    .modelMismatch(storeHash: stored, modelHash: model.versionHashString), path: path, offset: 32,
+                    "the store was created with model \(stored), but was opened with model \(model.versionHashString). "
+                        + "Open it with the model it was created with (migration is not supported yet).")
+            }
+
+            var offset = FileStoreFormat.headerSize
+            var lastKind: FileStoreFormat.RecordKind?
+            while offset < size {
+                let remaining = size - offset
+                func torn(_ why: String) throws(FileStoreError) -> Int {
+                    if tolerant { return offset }
+                    throw FileStoreError(
+                        .truncated, path: path, offset: offset,
+                        "\(why). The file was cut short after it was last closed cleanly (if a process using it crashed, "
+                            + "keep its -lock file beside it so that recovery can run).")
+                }
+                if remaining < FileStoreFormat.recordOverhead {
+                    return (storeID, try torn("the file ends inside a record header"))
+                }
+                let magic = buf.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
+                let length = Int(buf.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self).littleEndian)
+                guard magic == FileStoreFormat.recordMagic else {
+                    if tolerant && buf[offset..<size].allSatisfy({ $0 == 0 }) { return (storeID, offset) }
+                    throw FileStoreError(.corrupt, path: path, offset: offset, "a record marker is missing: the file is damaged here.")
+                }
+                let total = FileStoreFormat.recordOverhead + length
+                guard length <= FileStoreFormat.maxPayload, total <= remaining else {
+                    return (storeID, try torn("the last record runs past the end of the file"))
+                }
+                let crcAt = offset + FileStoreFormat.recordHeaderSize + length
+                let stored = buf.loadUnaligned(fromByteOffset: crcAt, as: UInt32.self).littleEndian
+                guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[offset..<crcAt])) else {
+                    if tolerant && offset + total == size { return (storeID, offset) }
+                    throw FileStoreError(
+                        .corrupt, path: path, offset: offset,
+                        "a record's checksum does not match: the file is damaged here. Saves before this byte are intact.")
+                }
+                guard let kind = FileStoreFormat.RecordKind(rawValue: buf[offset + 4]) else {
+                    throw FileStoreError(.corrupt, path: path, offset: offset + 4, "unknown record kind \(buf[offset + 4]).")
+                }
+                let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
+                if kind != .close {
+                    try apply(
+                        buf, payload: (offset + FileStoreFormat.recordHeaderSize)..<crcAt, to: &s, path: path, model: model,
+                        indexedColumns: indexedColumns)
+                }
+                s.sequence = max(s.sequence, sequence)
+                lastKind = kind
+                offset += total
+            }
+            if !tolerant && lastKind != .close {
+                throw FileStoreError(
+                    .truncated, path: path, offset: size,
+                    "the file ends without the marker a clean close writes: it was cut short or copied while open "
+                        + "(if a process using it crashed, keep its -lock file beside it so that recovery can run).")
+            }
+            return (storeID, nil)
+        }
+    }
+
+    /// Applies one transaction or checkpoint payload to the tables.
+    static func apply(
+        _ buf: UnsafeRawBufferPointer, payload: Range<Int>, to s: inout State, path: String, model: NSManagedObjectModel,
+        indexedColumns: [Int32: [Int]]
+    ) throws(FileStoreError) {
+        var r = ByteReader(buf, range: payload, path: path)
+        let entityCount = Int32(model.entities.count)
+        let keyCount = Int(try r.u16())
+        for _ in 0..<keyCount {
+            let entity = try r.i32()
+            let next = try r.i64()
+            guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
+            s.tables[entity, default: Table()].nextKey = max(s.tables[entity]?.nextKey ?? 1, next)
+        }
+        let entries = Int(try r.u32())
+        for _ in 0..<entries {
+            let opByte = try r.u8()
+            let entity = try r.i32()
+            let pk = try r.i64()
+            let version = try r.i64()
+            guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
+            switch FileStoreFormat.Op(rawValue: opByte) {
+            case .put:
+                let length = Int(try r.u32())
+                let start = r.position
+                try r.skip(length)
+                let ref = RowRef(offset: start, length: length, version: version)
+                try putRow(ref, entity: entity, pk: pk, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+            case .delete:
+                removeRow(entity: entity, pk: pk, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+            case nil:
+                throw r.corrupt("unknown row operation \(opByte)")
+            }
+        }
+    }
+
+    /// Bytes a live row takes in a compacted file.
+    static func liveSize(_ ref: RowRef) -> Int { 25 + ref.length }
+
+    static func putRow(
+        _ ref: RowRef, entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String,
+        indexedColumns: [Int32: [Int]]
+    ) throws(FileStoreError) {
+        var table = s.tables[entity] ?? Table()
+        s.tables[entity] = nil  // edit the table in place, without a copy
+        if let old = table.rows[pk] {
+            s.liveBytes -= liveSize(old)
+            if let columns = indexedColumns[entity] { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
+        }
+        table.rows[pk] = ref
+        table.nextKey = max(table.nextKey, pk + 1)
+        s.liveBytes += liveSize(ref)
+        if let columns = indexedColumns[entity] { try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path) }
+        s.tables[entity] = table
+    }
+
+    static func removeRow(
+        entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String, indexedColumns: [Int32: [Int]]
+    ) {
+        guard var table = s.tables[entity], let old = table.rows[pk] else { return }
+        s.tables[entity] = nil
+        s.liveBytes -= liveSize(old)
+        if let columns = indexedColumns[entity] { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
+        table.rows[pk] = nil
+        s.tables[entity] = table
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Synchronization
+
+/// The type string of ``FileStore``, PersistenceKit's default store type.
+public let NSFileStoreType = "PersistenceKitFile"
+
+/// A durable, crash-safe store kept in one file (plus a `-lock` sidecar while open),
+/// written by pure Swift code.
+///
+/// # Guarantees
+/// - **Atomic saves.** A save is one checksummed record appended to the file. A crash at any
+///   byte loses no save that returned and never exposes part of one; the next open
+///   recovers by itself.
+/// - **Durable saves.** With ``Durability/full`` (the default) a save returns only after its
+///   record reached stable storage (`fsync`). ``Durability/normal`` skips the per-save
+///   `fsync` (like SQLite's `synchronous=NORMAL`): still crash-consistent, but a power loss
+///   may drop the most recent saves.
+/// - **Serialized writes, consistent reads.** One writer at a time; reads never see part of a
+///   transaction. Every coordinator in the process that opens the same file shares one
+///   store object; another process gets ``FileStoreError/Kind/lockedByAnotherProcess``.
+/// - **Damage is reported, not hidden.** A damaged file gives a ``FileStoreError`` naming
+///   the file and byte offset; nothing is silently dropped, except the unfinished record of
+///   a session that crashed.
+/// - **Bounded size.** Before a save, when the file holds more than twice the live data, the
+///   store compacts it into a fresh file (written beside it, then renamed over it).
+///
+/// The whole file is read when the store opens (checksums are verified then) and kept in
+/// memory; rows are decoded when fetched.
+public final class FileStore: PersistentStore {
+    /// How hard a save works to reach the disk.
+    public enum Durability: String, Sendable {
+        /// `fsync` after every save (default).
+        case full
+        /// No `fsync` per save; crash-consistent, may lose the latest saves on power loss.
+        case normal
+    }
+
+    /// How a store is opened.
+    public struct Options: Sendable {
+        /// Durability of saves. Default `.full`.
+        public var durability: Durability
+        /// The file layer; tests inject faults through it. Default: POSIX.
+        public var fileSystem: any StoreFileSystem
+        /// Compaction runs only once the file is at least this large. Default 64 KiB.
+        public var compactionThreshold: Int
+
+        /// Creates options.
+        public init(durability: Durability = .full, fileSystem: any StoreFileSystem = PosixFileSystem(), compactionThreshold: Int = 64 << 10) {
+            self.durability = durability
+            self.fileSystem = fileSystem
+            self.compactionThreshold = compactionThreshold
+        }
+    }
+
+    /// The store-description option key for durability (`"full"` or `"normal"`).
+    public static let durabilityOptionKey = "PersistenceKit.durability"
+
+    public let identifier: String
+    public var type: String { NSFileStoreType }
+    public let url: URL?
+    public let metadata: [String: String]
+    /// The store file's path.
+    public let path: String
+    let options: Options
+    let model: NSManagedObjectModel
+    /// Attribute columns with an index, per entity.
+    let indexedColumns: [Int32: [Int]]
+    let state: Mutex<State>
+
+    struct RowRef {
+        /// Offset of the encoded values in the image.
+        var offset: Int
+        var length: Int
+        var version: Int64
+    }
+
+    struct Table {
+        var rows: [Int64: RowRef] = [:]
+        var nextKey: Int64 = 1
+        var indexes: [Int: AttributeIndex] = [:]
+    }
+
+    struct State {
+        var file: (any StoreFile)?
+        var lockFile: (any StoreFile)?
+        /// The whole store file as it is on disk.
+        var image: [UInt8]
+        var tables: [Int32: Table] = [:]
+        var sequence: UInt64 = 0
+        /// Bytes of the file that hold live rows (what a compaction would write).
+        var liveBytes: Int = 0
+        /// Set when a failed write may have left bytes past the image's end.
+        var dirtyTail = false
+        var closed = false
+        /// Number of compactions run (for tests and diagnostics).
+        var compactions = 0
+    }
+
+    /// Stores open in this process, by path, so that coordinators share them.
+    private static let openStores = Mutex<[String: WeakFileStore]>([:])
+
+    /// Opens (or creates) the store at `url` for `model`, or returns the store already open
+    /// at that path in this process.
+    ///
+    /// - Throws: ``FileStoreError`` — locked by another process, created with a different
+    ///   model (naming both hashes), damaged (naming file and offset), or an I/O failure.
+    public static func open(at url: URL, model: NSManagedObjectModel, options: Options = Options()) throws -> FileStore {
+        let path = url.standardizedFileURL.path
+        return try openStores.withLock { stores throws(FileStoreError) -> FileStore in
+            if let existing = stores[path]?.store, !existing.isClosed {
+                guard existing.model.versionHash == model.versionHash else {
+                    throw FileStoreError(
+                        .modelMismatch(storeHash: existing.model.versionHashString, modelHash: model.versionHashString),
+                        path: path,
+                        "the store is open in this process with model \(existing.model.versionHashString), not "
+                            + "\(model.versionHashString); open it with the same model.")
+                }
+                return existing
+            }
+            let store = try FileStore(path: path, url: url, model: model, options: options)
+            stores[path] = WeakFileStore(store: store)
+            return store
+        }
+    }
+
+    private init(path: String, url: URL, model: NSManagedObjectModel, options: Options) throws(FileStoreError) {
+        self.path = path
+        self.url = url
+        self.model = model
+        self.options = options
+        var indexed: [Int32: [Int]] = [:]
+        model.seal()
+        for e in model.entities {
+            let columns = e.properties.enumerated().compactMap { i, p -> Int? in
+                guard let a = p as? NSAttributeDescription, a.isIndexed, !a.isTransient else { return nil }
+                return i
+            }
+            if !columns.isEmpty { indexed[e.index] = columns }
+        }
+        self.indexedColumns = indexed
+        let opened = try Self.openFiles(path: path, model: model, options: options, indexedColumns: indexed)
+        self.identifier = opened.storeID
+        self.metadata = [
+            "NSStoreType": NSFileStoreType,
+            "NSStoreUUID": opened.storeID,
+            "ModelVersionHash": model.versionHashString,
+        ]
+        self.state = Mutex(opened.state)
+    }
+
+    deinit {
+        try? close()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Number of compactions this store ran since it opened.
+    public var compactionCount: Int { state.withLock { $0.compactions } }
+
+    /// The current size of the store file in bytes.
+    public var fileSize: Int { state.withLock { $0.image.count } }
+
+    /// The bytes of live rows, as a compaction would write them.
+    public var liveDataSize: Int { state.withLock { $0.liveBytes } }
+
+    /// Closes the store: marks the file as cleanly closed, releases the lock, and removes
+    /// the `-lock` sidecar. Later calls on the store throw ``FileStoreError/Kind/closed``.
+    /// Idempotent.
+    public func close() throws {
+        try state.withLock { s throws(FileStoreError) in
+            guard !s.closed else { return }
+            s.closed = true
+            defer {
+                s.file?.close()
+                s.file = nil
+                try? options.fileSystem.remove(path + "-lock")
+                s.lockFile?.close()
+                s.lockFile = nil
+            }
+            guard let file = s.file else { return }
+            let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [])
+            do {
+                if s.dirtyTail { try file.truncate(to: s.image.count) }
+                try file.write(record, at: s.image.count)
+                try file.sync()
+            } catch let e as StoreIOError {
+                // The lock file stays, so the next open recovers as after a crash.
+                s.lockFile?.close()
+                s.lockFile = nil
+                throw FileStoreError.io(e, path: path, "closing the store")
+            } catch {
+                throw FileStoreError(.io, path: path, "closing the store failed: \(error)")
+            }
+        }
+        Self.openStores.withLock { stores in
+            if stores[path]?.store === self || stores[path]?.store == nil { stores[path] = nil }
+        }
+    }
+
+    func checkOpen(_ s: borrowing State) throws(FileStoreError) {
+        if s.closed {
+            throw FileStoreError(.closed, path: path, "the store was closed; open it again to use it.")
+        }
+    }
+}
+
+struct WeakFileStore {
+    weak var store: FileStore?
+}

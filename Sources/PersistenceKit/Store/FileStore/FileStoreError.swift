@@ -1,0 +1,57 @@
+import Foundation
+
+/// Why a file store could not be opened or written, with the file and (for damage) the
+/// byte offset where the problem was found.
+public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// What went wrong.
+    public enum Kind: Sendable, Equatable {
+        /// The file does not start with the store's magic bytes: not a PersistenceKit store.
+        case notAStore
+        /// The file was written by a newer version of the format.
+        case newerFormatVersion(found: UInt32, supported: UInt32)
+        /// A checksum or structure check failed: the file is damaged at ``FileStoreError/offset``.
+        case corrupt
+        /// The file ends early: it was cut short after it was last closed cleanly.
+        case truncated
+        /// Another process has the store open.
+        case lockedByAnotherProcess
+        /// The store was created with a different model.
+        case modelMismatch(storeHash: String, modelHash: String)
+        /// A file operation failed (see ``FileStoreError/underlying``).
+        case io
+        /// The store was closed.
+        case closed
+    }
+
+    /// What went wrong.
+    public let kind: Kind
+    /// The store file.
+    public let path: String
+    /// The byte offset of the damage, where it applies.
+    public let offset: Int?
+    /// A sentence saying what went wrong and what to do.
+    public let message: String
+    /// The failed file operation, for `.io`.
+    public let underlying: StoreIOError?
+
+    init(_ kind: Kind, path: String, offset: Int? = nil, _ message: String, underlying: StoreIOError? = nil) {
+        self.kind = kind
+        self.path = path
+        self.offset = offset
+        self.message = message
+        self.underlying = underlying
+    }
+
+    static func io(_ error: StoreIOError, path: String, _ what: String) -> FileStoreError {
+        FileStoreError(
+            .io, path: path,
+            "\(what) failed: \(error). Nothing of the failed operation is visible; the store is still usable.",
+            underlying: error)
+    }
+
+    public var description: String {
+        var s = "File store \(path)"
+        if let offset { s += " at byte \(offset)" }
+        return s + ": " + message
+    }
+}

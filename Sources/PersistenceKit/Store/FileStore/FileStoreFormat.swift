@@ -1,0 +1,188 @@
+import Foundation
+
+/// The byte layout of a store file; `Docs/StoreFormat.md` describes it in prose.
+///
+/// ```
+/// header   64 bytes: "PKSTORE\0", format version u32, header size u32, store UUID (16),
+///                    model version hash (16), 12 reserved, CRC-32 of bytes 0..<60
+/// record*  "PKRC" u32, kind u8, 3 reserved, payload length u32, sequence u64, payload,
+///          CRC-32 of everything before it in the record
+/// ```
+/// All integers are little-endian.
+enum FileStoreFormat {
+    static let magic: [UInt8] = Array("PKSTORE".utf8) + [0]
+    static let version: UInt32 = 1
+    static let headerSize = 64
+    static let recordMagic: UInt32 = 0x4352_4B50  // "PKRC"
+    /// Bytes before a record's payload.
+    static let recordHeaderSize = 20
+    /// Bytes of a record that are not payload (header and trailing checksum).
+    static let recordOverhead = 24
+    /// Largest payload a record may declare; anything larger is damage.
+    static let maxPayload = 1 << 31 - 1
+
+    enum RecordKind: UInt8 {
+        /// One committed transaction.
+        case transaction = 1
+        /// Every live row, written by compaction.
+        case checkpoint = 2
+        /// Marks a clean close; the file of a cleanly closed store ends with one.
+        case close = 3
+    }
+
+    enum Op: UInt8 {
+        case put = 1
+        case delete = 2
+    }
+
+    static func header(storeID: UUID, modelHash: Data) -> [UInt8] {
+        var w = ByteWriter(capacity: headerSize)
+        w.raw(magic)
+        w.u32(version)
+        w.u32(UInt32(headerSize))
+        withUnsafeBytes(of: storeID.uuid) { w.raw($0) }
+        w.raw(modelHash.prefix(16))
+        w.raw(repeatElement(0, count: 16 - min(16, modelHash.count)))
+        w.raw(repeatElement(0, count: 12))
+        w.u32(CRC32.checksum(w.bytes, 0..<60))
+        return w.bytes
+    }
+
+    static func record(_ kind: RecordKind, sequence: UInt64, payload: [UInt8]) -> [UInt8] {
+        var w = ByteWriter(capacity: payload.count + recordOverhead)
+        w.u32(recordMagic)
+        w.u8(kind.rawValue)
+        w.raw([0, 0, 0])
+        w.u32(UInt32(payload.count))
+        w.u64(sequence)
+        w.raw(payload)
+        w.u32(CRC32.checksum(w.bytes, 0..<w.bytes.count))
+        return w.bytes
+    }
+
+    // MARK: Values
+
+    enum Tag: UInt8 {
+        case null = 0, integer, double, float, boolFalse, boolTrue, string, date, data, uuid, uri, decimal, reference,
+            references
+    }
+
+    static func encode(_ values: [StoreValue], into w: inout ByteWriter) {
+        w.u16(UInt16(values.count))
+        for v in values { encode(v, into: &w) }
+    }
+
+    static func encode(_ v: StoreValue, into w: inout ByteWriter) {
+        switch v {
+        case .null: w.u8(Tag.null.rawValue)
+        case let .integer(x):
+            w.u8(Tag.integer.rawValue)
+            w.i64(x)
+        case let .double(x):
+            w.u8(Tag.double.rawValue)
+            w.u64(x.bitPattern)
+        case let .float(x):
+            w.u8(Tag.float.rawValue)
+            w.u32(x.bitPattern)
+        case let .bool(x): w.u8(x ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
+        case let .string(s):
+            w.u8(Tag.string.rawValue)
+            w.string(s)
+        case let .date(d):
+            w.u8(Tag.date.rawValue)
+            w.u64(d.timeIntervalSinceReferenceDate.bitPattern)
+        case let .data(d):
+            w.u8(Tag.data.rawValue)
+            w.u32(UInt32(d.count))
+            w.raw(d)
+        case let .uuid(u):
+            w.u8(Tag.uuid.rawValue)
+            withUnsafeBytes(of: u.uuid) { w.raw($0) }
+        case let .uri(u):
+            w.u8(Tag.uri.rawValue)
+            w.string(u.absoluteString)
+        case let .decimal(d):
+            w.u8(Tag.decimal.rawValue)
+            w.string(d.description)
+        case let .reference(r):
+            w.u8(Tag.reference.rawValue)
+            w.i32(r.entity)
+            w.i64(r.primaryKey)
+        case let .references(rs):
+            w.u8(Tag.references.rawValue)
+            w.u32(UInt32(rs.count))
+            for r in rs {
+                w.i32(r.entity)
+                w.i64(r.primaryKey)
+            }
+        }
+    }
+
+    static func decodeValues(_ r: inout ByteReader) throws(FileStoreError) -> [StoreValue] {
+        let n = Int(try r.u16())
+        var result: [StoreValue] = []
+        result.reserveCapacity(n)
+        for _ in 0..<n { result.append(try decodeValue(&r)) }
+        return result
+    }
+
+    /// Decodes only value `column` of an encoded row (`.null` when the row is shorter).
+    static func decodeValue(at column: Int, _ r: inout ByteReader) throws(FileStoreError) -> StoreValue {
+        let n = Int(try r.u16())
+        guard column < n else { return .null }
+        for _ in 0..<column { try skipValue(&r) }
+        return try decodeValue(&r)
+    }
+
+    static func skipValue(_ r: inout ByteReader) throws(FileStoreError) {
+        guard let tag = Tag(rawValue: try r.u8()) else { throw r.corrupt("unknown value tag") }
+        switch tag {
+        case .null, .boolFalse, .boolTrue: break
+        case .integer, .double, .date: try r.skip(8)
+        case .float: try r.skip(4)
+        case .string, .data, .uri, .decimal: try r.skip(Int(try r.u32()))
+        case .uuid: try r.skip(16)
+        case .reference: try r.skip(12)
+        case .references: try r.skip(Int(try r.u32()) * 12)
+        }
+    }
+
+    static func decodeValue(_ r: inout ByteReader) throws(FileStoreError) -> StoreValue {
+        guard let tag = Tag(rawValue: try r.u8()) else { throw r.corrupt("unknown value tag") }
+        switch tag {
+        case .null: return .null
+        case .integer: return .integer(try r.i64())
+        case .double: return .double(Double(bitPattern: try r.u64()))
+        case .float: return .float(Float(bitPattern: try r.u32()))
+        case .boolFalse: return .bool(false)
+        case .boolTrue: return .bool(true)
+        case .string: return .string(try r.string())
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
+        case .data:
+            let n = Int(try r.u32())
+            return .data(Data(try r.bytes(n)))
+        case .uuid:
+            let b = try r.bytes(16)
+            return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+        case .uri:
+            let s = try r.string()
+            guard let url = URL(string: s) else { throw r.corrupt("a URI value does not parse") }
+            return .uri(url)
+        case .decimal:
+            let s = try r.string()
+            guard let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) else {
+                throw r.corrupt("a decimal value does not parse")
+            }
+            return .decimal(d)
+        case .reference:
+            return .reference(StoreRowID(entity: try r.i32(), primaryKey: try r.i64()))
+        case .references:
+            let n = Int(try r.u32())
+            try r.need(n * 12)
+            var rows: [StoreRowID] = []
+            rows.reserveCapacity(n)
+            for _ in 0..<n { rows.append(StoreRowID(entity: try r.i32(), primaryKey: try r.i64())) }
+            return .references(rows)
+        }
+    }
+}

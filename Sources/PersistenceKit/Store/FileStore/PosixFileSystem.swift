@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system, through POSIX calls.
+public struct PosixFileSystem: StoreFileSystem {
+    /// Creates the POSIX file system.
+    public init() {}
+
+    public func open(_ path: String, create: Bool) throws -> any StoreFile {
+        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
+        let fd = path.withCString { Glibc_open($0, flags, 0o644) }
+        guard fd >= 0 else { throw StoreIOError(path: path, operation: "open", code: errno) }
+        return PosixFile(fd: fd, path: path)
+    }
+
+    public func fileExists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        guard sysRename(from, to) == 0 else { throw StoreIOError(path: to, operation: "rename", code: errno) }
+    }
+
+    public func remove(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw StoreIOError(path: path, operation: "unlink", code: errno) }
+    }
+
+    public func syncDirectory(_ directory: String) throws {
+        let fd = directory.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC, 0) }
+        guard fd >= 0 else { throw StoreIOError(path: directory, operation: "open directory", code: errno) }
+        defer { _ = sysClose(fd) }
+        guard fsync(fd) == 0 else { throw StoreIOError(path: directory, operation: "fsync directory", code: errno) }
+    }
+}
+
+private func sysRename(_ from: String, _ to: String) -> Int32 {
+    #if canImport(Darwin)
+    Darwin.rename(from, to)
+    #else
+    Glibc.rename(from, to)
+    #endif
+}
+
+private func sysClose(_ fd: Int32) -> Int32 {
+    #if canImport(Darwin)
+    Darwin.close(fd)
+    #else
+    Glibc.close(fd)
+    #endif
+}
+
+/// `open(2)` under a name that does not clash with `StoreFileSystem.open`.
+private func Glibc_open(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    #if canImport(Darwin)
+    Darwin.open(path, flags, mode)
+    #else
+    Glibc.open(path, flags, mode)
+    #endif
+}
+
+/// A file descriptor. Every call is a single system call on an immutable descriptor, so the
+/// type is safe to share; the store serializes writes itself.
+final class PosixFile: StoreFile {
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close() }
+
+    func size() throws -> Int {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw StoreIOError(path: path, operation: "fstat", code: errno) }
+        return Int(st.st_size)
+    }
+
+    func read(at offset: Int, count: Int) throws -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = result.withUnsafeMutableBytes { buf in
+                pread(fd, buf.baseAddress! + done, count - done, off_t(offset + done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreIOError(path: path, operation: "read", code: errno)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        if done < count { result.removeLast(count - done) }
+        return result
+    }
+
+    func write(_ bytes: [UInt8], at offset: Int) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { buf in
+                pwrite(fd, buf.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreIOError(path: path, operation: "write", code: errno)
+            }
+            if n == 0 { throw StoreIOError(path: path, operation: "write", code: 0) }
+            done += n
+        }
+    }
+
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw StoreIOError(path: path, operation: "fsync", code: errno) }
+    }
+
+    func truncate(to size: Int) throws {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw StoreIOError(path: path, operation: "ftruncate", code: errno) }
+    }
+
+    func tryLock() throws -> Bool {
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+        if errno == EWOULDBLOCK { return false }
+        throw StoreIOError(path: path, operation: "flock", code: errno)
+    }
+
+    private let closed = ClosedFlag()
+
+    func close() {
+        if closed.set() { _ = sysClose(fd) }
+    }
+}
+
+/// Makes `close()` idempotent across threads.
+final class ClosedFlag: Sendable {
+    private let flag = Synchronization.Atomic<Bool>(false)
+    /// Sets the flag; returns whether this call was the first.
+    func set() -> Bool { !flag.exchange(true, ordering: .acquiringAndReleasing) }
+}

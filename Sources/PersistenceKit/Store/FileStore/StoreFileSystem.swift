@@ -1,0 +1,59 @@
+import Foundation
+
+/// The file operations the file store needs, as a protocol so that tests can inject
+/// faults (short writes, a full disk, failing `fsync`, failing renames).
+///
+/// Implementations must report failures by throwing; they never write partially without
+/// throwing (a short write must throw after writing what it wrote).
+public protocol StoreFileSystem: Sendable {
+    /// Opens (and with `create`, creates if missing) a file for reading and writing.
+    func open(_ path: String, create: Bool) throws -> any StoreFile
+    /// Whether a file exists at `path`.
+    func fileExists(_ path: String) -> Bool
+    /// Atomically replaces `to` with `from`.
+    func rename(_ from: String, to: String) throws
+    /// Removes the file at `path` (no error if it does not exist).
+    func remove(_ path: String) throws
+    /// Makes the directory entry changes in `directory` durable (`fsync` of the directory).
+    func syncDirectory(_ directory: String) throws
+}
+
+/// An open file of the store.
+public protocol StoreFile: AnyObject, Sendable {
+    /// The file's size in bytes.
+    func size() throws -> Int
+    /// Reads `count` bytes at `offset` (fewer at end of file).
+    func read(at offset: Int, count: Int) throws -> [UInt8]
+    /// Writes all of `bytes` at `offset`, or throws.
+    func write(_ bytes: [UInt8], at offset: Int) throws
+    /// Flushes the file's data to stable storage (`fsync`).
+    func sync() throws
+    /// Cuts the file to `size` bytes.
+    func truncate(to size: Int) throws
+    /// Takes an exclusive advisory lock without waiting; `false` when another process holds it.
+    func tryLock() throws -> Bool
+    /// Closes the file (and releases its lock).
+    func close()
+}
+
+/// A failure of a file operation, with the path, the operation and `errno`.
+public struct StoreIOError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The file involved.
+    public let path: String
+    /// The operation that failed (`open`, `write`, `fsync`, …).
+    public let operation: String
+    /// The system error number (`ENOSPC`, `EIO`, …), or 0 for a short write.
+    public let code: Int32
+
+    /// Creates an I/O error.
+    public init(path: String, operation: String, code: Int32) {
+        self.path = path
+        self.operation = operation
+        self.code = code
+    }
+
+    public var description: String {
+        let reason = code == 0 ? "short write" : String(cString: strerror(code))
+        return "\(operation) failed for \(path): \(reason) (errno \(code))"
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// A fresh folder per test, removed at the end.
+struct TemporaryFolder: ~Copyable {
+    let url: URL
+    init(_ name: String = #function) throws {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("PersistenceKitTests-\(safe)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    var storeURL: URL { url.appendingPathComponent("store.pkstore") }
+}
+
+@Suite struct FileStoreBasicsTests {
+    func container(at url: URL, name: String = #function) throws -> NSPersistentContainer {
+        let container = NSPersistentContainer(name: name, managedObjectModel: try Fixtures.model())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+        let box = ErrorBox()
+        container.loadPersistentStores { _, error in box.set(error) }
+        if let e = box.get() { throw e }
+        return container
+    }
+
+    @Test func savesSurviveCloseAndReopen() throws {
+        let folder = try TemporaryFolder()
+        var id: NSManagedObjectID?
+        do {
+            let container = try container(at: folder.storeURL)
+            let context = container.newBackgroundContext()
+            id = try context.performAndWait {
+                let shelf = Shelf(context: context)
+                shelf.name = "Poetry"
+                let book = Book(context: context)
+                book.title = "Odes"
+                book.pages = 120
+                book.shelf = shelf
+                try context.save()
+                book.title = "Odes, 2nd ed."
+                try context.save()
+                return book.objectID
+            }
+            for store in container.persistentStoreCoordinator.persistentStores {
+                try (store as? FileStore)?.close()
+            }
+        }
+        let container = try container(at: folder.storeURL)
+        let context = container.newBackgroundContext()
+        let uri = try #require(id).uriRepresentation()
+        try context.performAndWait {
+            let id = try #require(container.persistentStoreCoordinator.managedObjectID(forURIRepresentation: uri))
+            let book = try #require(try context.existingObject(with: id) as? Book)
+            #expect(book.title == "Odes, 2nd ed.")
+            #expect(book.pages == 120)
+            #expect(book.shelf?.name == "Poetry")
+            #expect(book.shelf?.books.count == 1)
+        }
+    }
+}
