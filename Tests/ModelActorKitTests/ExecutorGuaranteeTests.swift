@@ -189,6 +189,18 @@ actor ProbeActor: NSModelActor {
         #expect(item != nil)
     }
 
+    /// `await context.perform { }` with a Void block waits for the block (it must not resolve
+    /// to the fire-and-forget overload).
+    @Test func awaitPerformWithVoidBlockWaits() async throws {
+        let container = try ActorFixtures.container()
+        let context = container.newBackgroundContext()
+        let log = OrderLog()
+        for i in 0..<50 {
+            await context.perform { log.append(i) }
+            #expect(log.values.count == i + 1)
+        }
+    }
+
     @MainActor @Test func mainModelActorUsesViewContext() async throws {
         let container = try ActorFixtures.container()
         let viewModel = ItemViewModel(modelContainer: container)

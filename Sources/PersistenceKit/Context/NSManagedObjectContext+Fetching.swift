@@ -46,9 +46,12 @@ extension NSManagedObjectContext {
         assertOnQueue("count(for:)")
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
         let store = try coordinator.primaryStore(for: "count(for:)")
-        // Fast path: no predicate, and no pending changes of this entity to account for.
-        if request.filter == nil && !(request.includesPendingChanges && hasPendingChanges(of: entity)) {
-            let n = try store.countRows(entity: entity.index, filter: nil)
+        if request.includesPendingChanges { processPendingChanges() }
+        // Fast path: the store can count alone when no pending change of this entity matters
+        // and the predicate (if any) translates into store conditions.
+        let storeFilter = request.filter?.storeFilter(for: entity)
+        if (request.filter == nil || storeFilter != nil) && !(request.includesPendingChanges && hasPendingChanges(of: entity)) {
+            let n = try store.countRows(entity: entity.index, filter: storeFilter)
             return window(n, offset: request.fetchOffset, limit: request.fetchLimit)
         }
         return try fetchObjects(request).count
@@ -61,34 +64,49 @@ extension NSManagedObjectContext {
 
     private func hasPendingChanges(of entity: NSEntityDescription) -> Bool {
         insertedSet.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
-            || !pendingDeletes.isEmpty
+            || updatedSet.contains { $0.entity === entity }
     }
 
     /// The objects matching a request, sorted, offset and limited.
+    ///
+    /// When the predicate translates into store conditions the store filters rows (using an
+    /// index where it can) before objects are made; objects with unsaved changes are then
+    /// judged by their in-memory values instead. Otherwise every row becomes an object and
+    /// the predicate runs on each.
     private func fetchObjects<T>(_ request: NSFetchRequest<T>) throws -> [NSManagedObject] {
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
         let store = try coordinator.primaryStore(for: "fetch(_:)")
-        if request.includesPendingChanges { processPendingChanges() }
-        let rows = try store.fetchRows(entity: entity.index, filter: nil)
-        var candidates: [NSManagedObject] = []
-        candidates.reserveCapacity(rows.count)
+        let pending = request.includesPendingChanges
+        if pending { processPendingChanges() }
+        let storeFilter = request.filter?.storeFilter(for: entity)
+        let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
+        var matches: [NSManagedObject] = []
+        var unfiltered: [NSManagedObject] = []
         for row in rows {
             let o = register(row, entity: entity, store: store)
-            if request.includesPendingChanges && o.flags.contains(.deleted) { continue }
-            candidates.append(o)
+            if pending && o.flags.contains(.deleted) { continue }
+            if storeFilter == nil || request.filter == nil {
+                unfiltered.append(o)
+            } else if !(pending && o.hasChangesUnchecked) {
+                matches.append(o)  // the store matched its saved values, which are its values
+            }
         }
-        if request.includesPendingChanges {
-            candidates += objectsInSaveOrder(insertedSet.filter { $0.entity === entity && $0.objectID.isTemporaryID })
-        }
-        var matches: [NSManagedObject]
         if let filter = request.filter {
-            matches = []
-            for o in candidates {
-                let subject = request.includesPendingChanges || !o.hasChangesUnchecked ? o : committedCopy(of: o)
+            var inMemory = unfiltered
+            if storeFilter != nil && pending {
+                // Changed objects: their saved values may no longer be their values.
+                inMemory = objectsInSaveOrder(updatedSet.filter { $0.entity === entity })
+            }
+            if pending { inMemory += objectsInSaveOrder(insertedSet.filter { $0.entity === entity }) }
+            for o in inMemory {
+                let subject = pending || !o.hasChangesUnchecked ? o : committedCopy(of: o)
                 if try filter.evaluate(subject) { matches.append(o) }
             }
         } else {
-            matches = candidates
+            matches = unfiltered
+            // Every pending insert counts, including those given permanent IDs early
+            // (obtainPermanentIDs): they are not in the store yet either.
+            if pending { matches += objectsInSaveOrder(insertedSet.filter { $0.entity === entity }) }
         }
         if !request.sortRules.isEmpty {
             let rules = request.sortRules
@@ -118,11 +136,15 @@ extension NSManagedObjectContext {
         copy.objectID = o.objectID
         if let snapshot = o.snapshot {
             copy.slots = o.decode(snapshot)
-            // Relationships stay row IDs; resolving them would need a context.
+            // The copy has no context, so committed relationship targets are resolved here,
+            // to this context's objects.
             for i in copy.slots.indices {
+                guard let destination = (o.entity.properties[i] as? NSRelationshipDescription)?.destinationEntity else { continue }
                 switch copy.slots[i] {
-                case .unresolvedToOne: copy.slots[i] = .toOne(nil)
-                case .unresolvedToMany: copy.slots[i] = .toMany([])
+                case let .unresolvedToOne(row):
+                    copy.slots[i] = .toOne(row.map { object(forRow: $0, entity: destination) })
+                case let .unresolvedToMany(rows):
+                    copy.slots[i] = .toMany(Set(rows.map { object(forRow: $0, entity: destination) }))
                 default: break
                 }
             }

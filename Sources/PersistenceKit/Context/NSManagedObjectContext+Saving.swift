@@ -156,23 +156,42 @@ extension NSManagedObjectContext {
                 o.flags.subtract([.updated, .deleted])
                 updatedSet.remove(o)
                 deletedSet.remove(o)
-            case .mergeByPropertyObjectTrumpMergePolicyType:
+            case .mergeByPropertyObjectTrumpMergePolicyType, .mergeByPropertyStoreTrumpMergePolicyType:
+                let objectWins = policy == .mergeByPropertyObjectTrumpMergePolicyType
                 let mine = Set(o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) })
                 let theirs = o.decode(current)
-                o.snapshot = current
-                for i in o.entity.properties.indices where !mine.contains(i) && !o.entity.properties[i].isTransient {
-                    o.slots[i] = theirs[i]
-                }
-            case .mergeByPropertyStoreTrumpMergePolicyType:
-                let theirs = o.decode(current)
-                for i in o.entity.properties.indices where !o.entity.properties[i].isTransient {
+                for (i, p) in o.entity.properties.enumerated() where !p.isTransient {
                     let before = i < ancestor.values.count ? ancestor.values[i] : .null
                     let after = i < current.values.count ? current.values[i] : .null
-                    if before != after { o.slots[i] = theirs[i] }
+                    let theyChanged = before != after
+                    if let r = p as? NSRelationshipDescription, r.isToMany, mine.contains(i), theyChanged {
+                        // Both sides changed the set: keep both sides' additions and removals
+                        // (a to-many relationship is a set of links, not one value).
+                        o.slots[i] = .toMany(mergedToMany(o, at: i, ancestor: before, theirs: after, destination: r.destinationEntity))
+                    } else if objectWins ? !mine.contains(i) : theyChanged {
+                        o.slots[i] = theirs[i]
+                    }
                 }
                 o.snapshot = current
             }
         }
+    }
+
+    /// Three-way merge of a to-many relationship: this context's set, plus what the store
+    /// added since `ancestor`, minus what the store removed.
+    private func mergedToMany(
+        _ o: NSManagedObject, at i: Int, ancestor: StoreValue, theirs: StoreValue, destination: NSEntityDescription?
+    ) -> Set<NSManagedObject> {
+        func rows(_ v: StoreValue) -> Set<StoreRowID> {
+            if case let .references(r) = v { return Set(r) }
+            return []
+        }
+        let base = rows(ancestor), stored = rows(theirs)
+        var result = o.resolvedToMany(at: i)
+        guard let destination else { return result }
+        for row in stored.subtracting(base) { result.insert(object(forRow: row, entity: destination)) }
+        for row in base.subtracting(stored) { result.remove(object(forRow: row, entity: destination)) }
+        return result
     }
 
     /// Updates object state after the store committed, then announces the save.

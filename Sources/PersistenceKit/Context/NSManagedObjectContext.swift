@@ -237,6 +237,24 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         return try result.get()
     }
 
+    /// Runs `block` on the context's queue and returns when it has run.
+    ///
+    /// This non-generic overload exists so that `await context.perform { ... }` with a block
+    /// that returns nothing resolves to the waiting form rather than the fire-and-forget
+    /// ``perform(_:)``.
+    public func perform(schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () -> Void) async {
+        if schedule == .immediate && queue.isCurrent {
+            block()
+            return
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            perform {
+                block()
+                continuation.resume()
+            }
+        }
+    }
+
     /// What the queue does after each `perform` block: process pending changes (as Core Data
     /// does), so observers hear of them.
     private func processPendingChangesIfNeeded() {

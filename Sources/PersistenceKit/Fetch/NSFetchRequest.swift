@@ -162,10 +162,13 @@ extension NSManagedObjectFetchable {
 /// A type-erased predicate over one entity class.
 struct FetchFilter {
     let typed: Any
+    /// The predicate's expression tree, for translation into store conditions.
+    let expression: Any
     let evaluate: (NSManagedObject) throws -> Bool
 
     init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
         self.typed = predicate
+        self.expression = predicate.expression
         self.evaluate = { object in
             guard let root = object as? Root else { return false }
             return try predicate.evaluate(root)

@@ -54,6 +54,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
     let storageKeyPathIndex = Mutex<[StorageKeyPath: Int]>([:])
 
+    /// Caches which attribute a property key path (`\Book.title`) reads; -1 for none.
+    let wrappedKeyPathIndex = Mutex<[StorageKeyPath: Int]>([:])
+
     /// Creates an empty entity description, as Core Data's `NSEntityDescription()`.
     public init() {
         self.name = ""

@@ -68,6 +68,7 @@ extension NSManagedObject {
     /// The attribute value at slot `i` (after `prepareForAccess`).
     func attributeValue(at i: Int) -> StoreValue {
         prepareForAccess("reading '\(entity.properties[i].name)'")
+        if flags.contains(.probe) { probedSlot = i }
         guard case let .value(v) = slots[i] else { return .null }
         return v
     }

@@ -8,7 +8,7 @@ import Foundation
 /// ```swift
 /// final class Book: NSManagedObject {
 ///     @Attribute var title: String = ""
-///     @Relationship(inverse: "books", deleteRule: .nullify) var shelf: Shelf?
+///     @Relationship(inverse: "books", deleteRule: .nullifyDeleteRule) var shelf: Shelf?
 /// }
 /// ```
 ///
@@ -34,6 +34,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         static let updated = Flags(rawValue: 1 << 3)
         /// No longer usable: its deletion was saved or its context was reset.
         static let invalidated = Flags(rawValue: 1 << 4)
+        /// A throwaway object that records which slot a key path reads.
+        static let probe = Flags(rawValue: 1 << 5)
     }
 
     /// The object's entity.
@@ -53,6 +55,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     var flags: Flags = []
     /// Orders inserted objects so that saves allocate keys in insertion order.
     var insertionSequence: Int = 0
+    /// For probe objects: the last attribute slot read.
+    var probedSlot: Int?
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```swift
 /// final class Shelf: NSManagedObject {
-///     @Relationship(inverse: "shelf", deleteRule: .cascade) var books: Set<Book>
+///     @Relationship(inverse: "shelf", deleteRule: .cascadeDeleteRule) var books: Set<Book>
 /// }
 /// final class Book: NSManagedObject {
 ///     @Relationship(inverse: "books") var shelf: Shelf?

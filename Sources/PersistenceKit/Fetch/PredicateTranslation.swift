@@ -1,0 +1,113 @@
+import Foundation
+
+// Turns simple Foundation predicates into store conditions, so the store can use an
+// attribute index or filter rows before any object is made. Handled: `&&` of comparisons
+// (`==`, `!=`, `<`, `<=`, `>`, `>=`) between an attribute key path of the fetched object
+// and a constant. Anything else (computed properties, relationships, `||`, functions) is
+// evaluated on objects instead, so translation only ever speeds a fetch up.
+
+/// An expression that can describe itself as store conditions.
+protocol StoreTranslatable {
+    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]?
+}
+
+/// A key path applied to the predicate's variable.
+protocol TranslatableKeyPath {
+    var anyKeyPath: AnyKeyPath { get }
+}
+
+/// A constant in a predicate.
+protocol TranslatableConstant {
+    var storeValue: StoreValue? { get }
+}
+
+extension PredicateExpressions.KeyPath: TranslatableKeyPath {
+    var anyKeyPath: AnyKeyPath { keyPath }
+}
+
+extension PredicateExpressions.Value: TranslatableConstant {
+    var storeValue: StoreValue? {
+        if let v = value as? any AttributeValue { return v.storeValue }
+        return nil
+    }
+}
+
+/// The property index and constant of `key path <op> constant`, in either order; `swapped`
+/// when the constant came first.
+private func operands(_ lhs: Any, _ rhs: Any, _ resolve: (AnyKeyPath) -> Int?) -> (Int, StoreValue, swapped: Bool)? {
+    if let k = lhs as? any TranslatableKeyPath, let c = rhs as? any TranslatableConstant,
+        let i = resolve(k.anyKeyPath), let v = c.storeValue
+    {
+        return (i, v, false)
+    }
+    if let c = lhs as? any TranslatableConstant, let k = rhs as? any TranslatableKeyPath,
+        let i = resolve(k.anyKeyPath), let v = c.storeValue
+    {
+        return (i, v, true)
+    }
+    return nil
+}
+
+extension PredicateExpressions.Equal: StoreTranslatable {
+    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]? {
+        guard let (i, v, _) = operands(lhs, rhs, resolve) else { return nil }
+        return [StoreFilter.Condition(property: i, .equal, v)]
+    }
+}
+
+extension PredicateExpressions.NotEqual: StoreTranslatable {
+    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]? {
+        guard let (i, v, _) = operands(lhs, rhs, resolve) else { return nil }
+        return [StoreFilter.Condition(property: i, .notEqual, v)]
+    }
+}
+
+extension PredicateExpressions.Comparison: StoreTranslatable {
+    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]? {
+        guard let (i, v, swapped) = operands(lhs, rhs, resolve), !v.isNull else { return nil }
+        let op: StoreFilter.Condition.Operator
+        switch self.op {
+        case .lessThan: op = swapped ? .greater : .less
+        case .lessThanOrEqual: op = swapped ? .greaterOrEqual : .lessOrEqual
+        case .greaterThan: op = swapped ? .less : .greater
+        case .greaterThanOrEqual: op = swapped ? .lessOrEqual : .greaterOrEqual
+        @unknown default: return nil
+        }
+        return [StoreFilter.Condition(property: i, op, v)]
+    }
+}
+
+extension PredicateExpressions.Conjunction: StoreTranslatable {
+    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]? {
+        guard let l = (lhs as? any StoreTranslatable)?.storeConditions(resolve),
+            let r = (rhs as? any StoreTranslatable)?.storeConditions(resolve)
+        else { return nil }
+        return l + r
+    }
+}
+
+extension NSEntityDescription {
+    /// The attribute index that a key path on this entity's class reads, found by reading
+    /// it once from a probe object (which records the slot it was asked for); cached.
+    /// `nil` for key paths that are not `@Attribute` properties.
+    func attributeIndex(forKeyPath keyPath: AnyKeyPath) -> Int? {
+        let key = StorageKeyPath(keyPath)
+        if let known = wrappedKeyPathIndex.withLock({ $0[key] }) { return known >= 0 ? known : nil }
+        let probe = managedObjectClass.init(entity: self, insertInto: nil)
+        probe.flags.insert(.probe)
+        _ = probe[keyPath: keyPath]
+        let found = probe.probedSlot.flatMap { properties[$0] is NSAttributeDescription ? $0 : nil }
+        wrappedKeyPathIndex.withLock { $0[key] = found ?? -1 }
+        return found
+    }
+}
+
+extension FetchFilter {
+    /// Store conditions equivalent to the predicate, or `nil` when it cannot be translated.
+    func storeFilter(for entity: NSEntityDescription) -> StoreFilter? {
+        guard let translatable = expression as? any StoreTranslatable,
+            let conditions = translatable.storeConditions({ entity.attributeIndex(forKeyPath: $0) })
+        else { return nil }
+        return StoreFilter(conditions)
+    }
+}

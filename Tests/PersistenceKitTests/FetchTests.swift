@@ -1,0 +1,382 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// Saves books (title, pages) and returns nothing; every test reads them back its own way.
+private func seedBooks(_ container: NSPersistentContainer, _ books: [(String, Int64)]) async throws {
+    let ctx = container.newBackgroundContext()
+    let list = books.map { BookSeed(title: $0.0, pages: $0.1) }
+    try await ctx.perform {
+        for s in list {
+            let b = Book(context: ctx)
+            b.title = s.title
+            b.pages = s.pages
+        }
+        try ctx.save()
+    }
+}
+
+private struct BookSeed: Sendable {
+    let title: String
+    let pages: Int64
+}
+
+private let standardBooks: [(String, Int64)] = [
+    ("Emma", 474), ("Beloved", 324), ("Dune", 412), ("Ulysses", 730), ("Carrie", 199),
+]
+
+@Suite struct FetchTests {
+    @Test func predicateFiltersObjects() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let titles: [String] = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.predicate = #Predicate<Book> { $0.pages > 400 && $0.title != "Ulysses" }
+            return try ctx.fetch(r).map(\.title).sorted()
+        }
+        #expect(titles == ["Dune", "Emma"])
+    }
+
+    @Test func nsSortDescriptorKeyPath() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let (asc, desc): ([String], [Int64]) = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortDescriptors = [NSSortDescriptor(keyPath: \Book.title, ascending: true)]
+            let asc = try ctx.fetch(r).map(\.title)
+            let r2 = Book.fetchRequest()
+            r2.sortDescriptors = [NSSortDescriptor(keyPath: \Book.pages, ascending: false)]
+            return (asc, try ctx.fetch(r2).map(\.pages))
+        }
+        #expect(asc == ["Beloved", "Carrie", "Dune", "Emma", "Ulysses"])
+        #expect(desc == [730, 474, 412, 324, 199])
+    }
+
+    @Test func sortKeysDescending() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let titles: [String] = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortKeys = [SortKey("title", ascending: false)]
+            #expect(r.sortKeys == [SortKey("title", ascending: false)])
+            return try ctx.fetch(r).map(\.title)
+        }
+        #expect(titles == ["Ulysses", "Emma", "Dune", "Carrie", "Beloved"])
+    }
+
+    @Test func sortKeysWithTieBreaker() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("b", 2), ("a", 1), ("c", 2), ("d", 1)])
+        let ctx = container.newBackgroundContext()
+        let titles: [String] = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortKeys = [SortKey("pages", ascending: false), SortKey("title")]
+            return try ctx.fetch(r).map(\.title)
+        }
+        #expect(titles == ["b", "c", "a", "d"])
+    }
+
+    @Test func foundationSortDescriptor() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let (asc, desc): ([String], [String]) = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortBy([SortDescriptor(\Book.title)])
+            let asc = try ctx.fetch(r).map(\.title)
+            let r2 = Book.fetchRequest()
+            r2.sortBy([SortDescriptor(\Book.pages, order: .reverse)])
+            return (asc, try ctx.fetch(r2).map(\.title))
+        }
+        #expect(asc == ["Beloved", "Carrie", "Dune", "Emma", "Ulysses"])
+        #expect(desc == ["Ulysses", "Emma", "Dune", "Beloved", "Carrie"])
+    }
+
+    @Test func fetchLimitAndOffset() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let (limited, page, pastEnd, countLimited): ([String], [String], [String], Int) = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortKeys = [SortKey("title")]
+            r.fetchLimit = 2
+            let limited = try ctx.fetch(r).map(\.title)
+            r.fetchOffset = 2
+            let page = try ctx.fetch(r).map(\.title)
+            let r3 = Book.fetchRequest()
+            r3.sortKeys = [SortKey("title")]
+            r3.fetchOffset = 4
+            let pastEnd = try ctx.fetch(r3).map(\.title)
+            let countReq = Book.fetchRequest()
+            countReq.fetchOffset = 1
+            countReq.fetchLimit = 3
+            return (limited, page, pastEnd, try ctx.count(for: countReq))
+        }
+        #expect(limited == ["Beloved", "Carrie"])
+        #expect(page == ["Dune", "Emma"])
+        #expect(pastEnd == ["Ulysses"])
+        #expect(countLimited == 3)
+    }
+
+    @Test func objectIDResultType() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let ids: [NSManagedObjectID] = try await ctx.perform {
+            let r = NSFetchRequest<NSManagedObjectID>(entityName: "Book")
+            r.resultType = .managedObjectIDResultType
+            r.setPredicate(#Predicate<Book> { $0.pages < 400 })
+            return try ctx.fetch(r)
+        }
+        #expect(ids.count == 2)
+        #expect(ids.allSatisfy { !$0.isTemporaryID && $0.entity.name == "Book" })
+        let other = container.newBackgroundContext()
+        let titles: [String] = try await other.perform {
+            try ids.map { try #require(try other.existingObject(with: $0) as? Book).title }.sorted()
+        }
+        #expect(titles == ["Beloved", "Carrie"])
+    }
+
+    @Test func countResultType() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let (all, filtered): (Int, Int) = try await ctx.perform {
+            let r = NSFetchRequest<NSNumber>(entityName: "Book")
+            r.resultType = .countResultType
+            let all = try ctx.fetch(r)
+            #expect(all.count == 1)
+            r.setPredicate(#Predicate<Book> { $0.pages >= 412 })
+            let filtered = try ctx.fetch(r)
+            return (all.first?.intValue ?? -1, filtered.first?.intValue ?? -1)
+        }
+        #expect(all == 5)
+        #expect(filtered == 3)
+    }
+
+    @Test func countForRequest() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        let (all, filtered, shelves): (Int, Int, Int) = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.predicate = #Predicate<Book> { $0.title.starts(with: "E") || $0.pages < 200 }
+            return (
+                try ctx.count(for: Book.fetchRequest()), try ctx.count(for: r),
+                try ctx.count(for: Shelf.fetchRequest())
+            )
+        }
+        #expect(all == 5)
+        #expect(filtered == 2)  // Emma, Carrie
+        #expect(shelves == 0)
+    }
+
+    @Test func unknownEntityNameThrows() async throws {
+        let container = try Fixtures.container()
+        let ctx = container.newBackgroundContext()
+        await ctx.perform {
+            let r = NSFetchRequest<NSManagedObject>(entityName: "Magazine")
+            let error = #expect(throws: CoreDataError.self) { try ctx.fetch(r) }
+            #expect(error?.code == .coreData)
+            #expect(error?.description.contains("Magazine") == true)
+            let countError = #expect(throws: CoreDataError.self) { try ctx.count(for: r) }
+            #expect(countError?.code == .coreData)
+        }
+    }
+
+    @Test func fetchByEntityNameReturnsSubclassInstances() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("One", 1)])
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let r = NSFetchRequest<NSManagedObject>(entityName: "Book")
+            let objects = try ctx.fetch(r)
+            #expect(objects.count == 1)
+            #expect(objects.first is Book)
+            #expect(objects.first?.value(forKey: "title") as? String == "One")
+        }
+    }
+
+    @Test func fetchedObjectsAreFaultsUntilAccessed() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let books = try ctx.fetch(Book.fetchRequest())
+            #expect(books.count == 5)
+            let allFaults = books.allSatisfy { $0.isFault }
+            #expect(allFaults)
+            let first = try #require(books.first)
+            _ = first.title
+            #expect(!first.isFault)
+            let restFaults = books.dropFirst().allSatisfy { $0.isFault }
+            #expect(restFaults)
+        }
+    }
+
+    @Test func returnsObjectsAsFaultsFalseLoadsValues() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.returnsObjectsAsFaults = false
+            let books = try ctx.fetch(r)
+            #expect(books.count == 5)
+            #expect(books.allSatisfy { !$0.isFault })
+            #expect(Set(books.map(\.title)) == ["Emma", "Beloved", "Dune", "Ulysses", "Carrie"])
+        }
+    }
+
+    @Test func sortingPutsNilFirstAscendingAndLastDescending() async throws {
+        let container = try Fixtures.container()
+        let seed = container.newBackgroundContext()
+        try await seed.perform {
+            for (title, day) in [("late", 3.0), ("none", nil), ("early", 1.0)] as [(String, Double?)] {
+                let b = Book(context: seed)
+                b.title = title
+                b.published = day.map { Date(timeIntervalSince1970: $0 * 86_400) }
+            }
+            try seed.save()
+        }
+        let ctx = container.newBackgroundContext()
+        let (bySortDescriptor, bySortDescriptorDesc, byKey, byKeyDesc): ([String], [String], [String], [String]) = try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.sortBy([SortDescriptor(\Book.published)])
+            let a = try ctx.fetch(r).map(\.title)
+            r.sortBy([SortDescriptor(\Book.published, order: .reverse)])
+            let b = try ctx.fetch(r).map(\.title)
+            r.sortKeys = [SortKey("published")]
+            let c = try ctx.fetch(r).map(\.title)
+            r.sortKeys = [SortKey("published", ascending: false)]
+            let d = try ctx.fetch(r).map(\.title)
+            return (a, b, c, d)
+        }
+        #expect(byKey == ["none", "early", "late"])
+        #expect(byKeyDesc == ["late", "early", "none"])
+        #expect(bySortDescriptor == byKey)
+        #expect(bySortDescriptorDesc == byKeyDesc)
+    }
+
+    @Test func predicateThroughToOneRelationship() async throws {
+        let container = try Fixtures.container()
+        let seed = container.newBackgroundContext()
+        try await seed.perform {
+            let fiction = Shelf(context: seed)
+            fiction.name = "Fiction"
+            let other = Shelf(context: seed)
+            other.name = "Other"
+            for (title, shelf) in [("F1", fiction), ("F2", fiction), ("O1", other)] {
+                let b = Book(context: seed)
+                b.title = title
+                b.shelf = shelf
+            }
+            _ = Book(context: seed)  // no shelf
+            try seed.save()
+        }
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let r = Book.fetchRequest()
+            r.predicate = #Predicate<Book> { $0.shelf?.name == "Fiction" }
+            #expect(try ctx.fetch(r).map(\.title).sorted() == ["F1", "F2"])
+            // A changed book is matched by its stored relationship when pending changes are excluded.
+            let f1 = try #require(try ctx.fetch(r).first { $0.title == "F1" })
+            f1.pages = 42
+            r.includesPendingChanges = false
+            #expect(try ctx.fetch(r).map(\.title).sorted() == ["F1", "F2"])
+        }
+    }
+
+    // MARK: includesPendingChanges
+
+    @Test func pendingInsertsMatchByDefault() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("Saved", 500)])
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let fresh = Book(context: ctx)
+            fresh.title = "Unsaved"
+            fresh.pages = 600
+            let small = Book(context: ctx)
+            small.title = "Small"
+            small.pages = 10
+            let r = Book.fetchRequest()
+            r.predicate = #Predicate<Book> { $0.pages > 100 }
+            r.sortKeys = [SortKey("title")]
+            let found = try ctx.fetch(r)
+            #expect(found.map(\.title) == ["Saved", "Unsaved"])
+            #expect(found.last === fresh)
+            #expect(try ctx.count(for: r) == 2)
+            #expect(try ctx.count(for: Book.fetchRequest()) == 3)
+        }
+    }
+
+    @Test func pendingDeletesAreExcludedByDefault() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("Keep", 1), ("Drop", 2)])
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let all = try ctx.fetch(Book.fetchRequest())
+            let drop = try #require(all.first { $0.title == "Drop" })
+            ctx.delete(drop)
+            let after = try ctx.fetch(Book.fetchRequest())
+            #expect(after.map(\.title) == ["Keep"])
+            #expect(try ctx.count(for: Book.fetchRequest()) == 1)
+        }
+    }
+
+    @Test func inMemoryChangesAreMatchedByDefault() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("Short", 50), ("Long", 900)])
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let all = try ctx.fetch(Book.fetchRequest())
+            let short = try #require(all.first { $0.title == "Short" })
+            let long = try #require(all.first { $0.title == "Long" })
+            short.pages = 1000
+            long.pages = 1
+            let r = Book.fetchRequest()
+            r.predicate = #Predicate<Book> { $0.pages > 100 }
+            let found = try ctx.fetch(r)
+            #expect(found.count == 1)
+            #expect(found.first === short)
+        }
+    }
+
+    @Test func includesPendingChangesFalseSeesStoreStateOnly() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("Short", 50), ("Long", 900), ("Gone", 700)])
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let all = try ctx.fetch(Book.fetchRequest())
+            let short = try #require(all.first { $0.title == "Short" })
+            let long = try #require(all.first { $0.title == "Long" })
+            let gone = try #require(all.first { $0.title == "Gone" })
+            short.pages = 1000
+            long.pages = 1
+            ctx.delete(gone)
+            let fresh = Book(context: ctx)
+            fresh.title = "Fresh"
+            fresh.pages = 5000
+
+            let r = Book.fetchRequest()
+            r.includesPendingChanges = false
+            r.predicate = #Predicate<Book> { $0.pages > 100 }
+            let found = Set(try ctx.fetch(r).map(ObjectIdentifier.init))
+            // Store state: Long (900) and Gone (700) match; Short (50) does not; Fresh is not saved.
+            #expect(found == Set([long, gone].map(ObjectIdentifier.init)))
+            let everything = NSFetchRequest<NSManagedObject>(entityName: "Book")
+            everything.includesPendingChanges = false
+            #expect(try ctx.fetch(everything).count == 3)
+            #expect(try ctx.count(for: everything) == 3)
+            // The in-memory values are untouched by such a fetch.
+            #expect(short.pages == 1000)
+            #expect(long.pages == 1)
+            #expect(fresh.isInserted)
+            #expect(gone.isDeleted)
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+private struct ShelfIDs: Sendable {
+    let shelf: NSManagedObjectID
+    let a: NSManagedObjectID
+    let b: NSManagedObjectID
+}
+
+/// A shelf "Shelf" with books "A" (100 pages) and "B" (200 pages).
+private func seedShelf(_ container: NSPersistentContainer) async throws -> ShelfIDs {
+    let ctx = container.newBackgroundContext()
+    return try await ctx.perform {
+        let shelf = Shelf(context: ctx)
+        shelf.name = "Shelf"
+        let a = Book(context: ctx)
+        a.title = "A"
+        a.pages = 100
+        a.shelf = shelf
+        let b = Book(context: ctx)
+        b.title = "B"
+        b.pages = 200
+        b.shelf = shelf
+        try ctx.save()
+        return ShelfIDs(shelf: shelf.objectID, a: a.objectID, b: b.objectID)
+    }
+}
+
+/// The store's view: sorted "title:pages" of every book, and the shelf's book titles.
+private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObjectID) async throws -> ([String], [String]) {
+    let ctx = container.newBackgroundContext()
+    return try await ctx.perform {
+        let r = Book.fetchRequest()
+        r.sortKeys = [SortKey("title")]
+        let books = try ctx.fetch(r).map { "\($0.title):\($0.pages)" }
+        let s = try #require(try ctx.existingObject(with: shelf) as? Shelf)
+        return (books, s.books.map(\.title).sorted())
+    }
+}
+
+@Suite struct SavingTests {
+    @Test func saveWritesInsertsUpdatesAndDeletesAtomically() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
+            let b = try ctx.existingObject(with: ids.b)
+            let shelf = try #require(try ctx.existingObject(with: ids.shelf) as? Shelf)
+            a.pages = 150
+            ctx.delete(b)
+            let c = Book(context: ctx)
+            c.title = "C"
+            c.pages = 300
+            c.shelf = shelf
+            #expect(ctx.hasChanges)
+            try ctx.save()
+            #expect(!ctx.hasChanges)
+            #expect(ctx.insertedObjects.isEmpty)
+            #expect(ctx.updatedObjects.isEmpty)
+            #expect(ctx.deletedObjects.isEmpty)
+            #expect(!a.isUpdated)
+            #expect(!c.isInserted)
+            #expect(b.managedObjectContext == nil)
+            #expect(ctx.registeredObject(for: ids.b) == nil)
+            #expect(a.changedValues().isEmpty)
+            #expect(a.committedValues(forKeys: ["pages"])["pages"] as? Int64 == 150)
+        }
+        let (books, shelfBooks) = try await storeState(container, shelf: ids.shelf)
+        #expect(books == ["A:150", "C:300"])
+        #expect(shelfBooks == ["A", "C"])
+    }
+
+    @Test func saveWithoutChangesIsANoOp() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
+            try ctx.save()
+            #expect(!a.isUpdated)
+            #expect(!ctx.hasChanges)
+        }
+        let (books, _) = try await storeState(container, shelf: ids.shelf)
+        #expect(books == ["A:100", "B:200"])
+    }
+
+    @Test func failedSaveLeavesStoreAndPendingChangesUntouched() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
+            let b = try #require(try ctx.existingObject(with: ids.b) as? Book)
+            let shelf = try #require(try ctx.existingObject(with: ids.shelf) as? Shelf)
+            a.title = "A2"
+            ctx.delete(b)
+            let bad = Book(context: ctx)
+            bad.shelf = shelf
+            bad.setValue(nil, forKey: "title")  // required: the save must fail
+            ctx.processPendingChanges()
+
+            let inserted = ctx.insertedObjects
+            let updated = ctx.updatedObjects
+            let deleted = ctx.deletedObjects
+            #expect(inserted == [bad])
+            #expect(updated == [a, shelf])
+            #expect(deleted == [b])
+
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMissingMandatoryProperty)
+            #expect(error.objectID == bad.objectID)
+            #expect(error.key == "title")
+
+            #expect(ctx.hasChanges)
+            #expect(ctx.insertedObjects == inserted)
+            #expect(ctx.updatedObjects == updated)
+            #expect(ctx.deletedObjects == deleted)
+            #expect(a.title == "A2")
+            #expect(a.isUpdated)
+            #expect(b.isDeleted)
+            #expect(bad.isInserted)
+            #expect(bad.objectID.isTemporaryID)
+            #expect(shelf.books == [a, bad])
+            #expect(a.changedValues()["title"] as? String == "A2")
+            #expect(a.committedValues(forKeys: ["title"])["title"] as? String == "A")
+        }
+        var (books, shelfBooks) = try await storeState(container, shelf: ids.shelf)
+        #expect(books == ["A:100", "B:200"])
+        #expect(shelfBooks == ["A", "B"])
+
+        // Fixing the problem lets the same changes save.
+        try await ctx.perform {
+            let bad = try #require(ctx.insertedObjects.first as? Book)
+            bad.title = "New"
+            try ctx.save()
+        }
+        (books, shelfBooks) = try await storeState(container, shelf: ids.shelf)
+        #expect(books == ["A2:100", "New:0"])
+        #expect(shelfBooks == ["A2", "New"])
+    }
+
+    @Test func relationshipChangesAreSavedOnBothSides() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let ctx = container.newBackgroundContext()
+        let otherShelfID: NSManagedObjectID = try await ctx.perform {
+            let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
+            let other = Shelf(context: ctx)
+            other.name = "Other"
+            a.shelf = other
+            let author = Author(context: ctx)
+            author.name = "Writer"
+            author.$books.insert(a)
+            #expect(a.authors == [author])
+            try ctx.save()
+            return other.objectID
+        }
+        let (_, oldShelf) = try await storeState(container, shelf: ids.shelf)
+        #expect(oldShelf == ["B"])
+        let check = container.newBackgroundContext()
+        let (newShelf, authors): ([String], [String]) = try await check.perform {
+            let s = try #require(try check.existingObject(with: otherShelfID) as? Shelf)
+            let a = try #require(try check.existingObject(with: ids.a) as? Book)
+            return (s.books.map(\.title), a.authors.map(\.name))
+        }
+        #expect(newShelf == ["A"])
+        #expect(authors == ["Writer"])
+    }
+
+    @Test func changingAValueBackStillSavesCleanly() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
+            a.pages = 999
+            a.pages = 100
+            #expect(!a.hasPersistentChangedValues)
+            try ctx.save()
+            #expect(!ctx.hasChanges)
+            #expect(!a.isUpdated)
+        }
+        let (books, _) = try await storeState(container, shelf: ids.shelf)
+        #expect(books == ["A:100", "B:200"])
+    }
+
+    @Test func secondContextSeesSavedChangesAfterRefetch() async throws {
+        let container = try Fixtures.container()
+        let ids = try await seedShelf(container)
+        let writer = container.newBackgroundContext()
+        let reader = container.newBackgroundContext()
+        try await writer.perform {
+            let a = try #require(try writer.existingObject(with: ids.a) as? Book)
+            a.title = "Written"
+            try writer.save()
+        }
+        let title: String = try await reader.perform {
+            try #require(try reader.existingObject(with: ids.a) as? Book).title
+        }
+        #expect(title == "Written")
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+final class VTOwner: NSManagedObject {
+    @Attribute var name: String = "owner"
+    @Attribute var note: String?
+    @Relationship(inverse: "owner", minCount: 2, maxCount: 3) var items: Set<VTItem>
+}
+
+final class VTItem: NSManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "items", isOptional: false) var owner: VTOwner?
+}
+
+enum VTCustomError: Error, Equatable {
+    case emptyCode
+}
+
+final class VTChecked: NSManagedObject {
+    @Attribute var code: String = ""
+
+    override func validateForInsert() throws {
+        try super.validateForInsert()
+        if code.isEmpty { throw VTCustomError.emptyCode }
+    }
+}
+
+private func validationContainer() throws -> NSPersistentContainer {
+    let model = try NSManagedObjectModel(managedObjectClasses: [VTOwner.self, VTItem.self, VTChecked.self])
+    let container = NSPersistentContainer(name: "ValidationTests", managedObjectModel: model)
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+    let box = ErrorBox()
+    container.loadPersistentStores { _, error in box.set(error) }
+    if let e = box.get() { throw e }
+    return container
+}
+
+private func rowCounts(_ container: NSPersistentContainer) async throws -> [Int] {
+    let ctx = container.newBackgroundContext()
+    return try await ctx.perform {
+        [
+            try ctx.count(for: VTOwner.fetchRequest()), try ctx.count(for: VTItem.fetchRequest()),
+            try ctx.count(for: VTChecked.fetchRequest()),
+        ]
+    }
+}
+
+/// A Sendable summary of one detailed error.
+private struct Problem: Hashable, Sendable {
+    let objectID: NSManagedObjectID?
+    let key: String?
+    let code: CoreDataError.Code
+}
+
+@Suite struct ValidationTests {
+    @Test func severalInvalidObjectsGiveOneErrorListingEveryProblem() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            // owner1: required attribute set to nil, and only 1 item (minCount 2).
+            let owner1 = VTOwner(context: ctx)
+            owner1.setValue(nil, forKey: "name")
+            let lone = VTItem(context: ctx)
+            lone.owner = owner1
+            // orphan: required to-one missing.
+            let orphan = VTItem(context: ctx)
+            orphan.label = "orphan"
+            // owner2: 4 items (maxCount 3).
+            let owner2 = VTOwner(context: ctx)
+            for i in 0..<4 {
+                let item = VTItem(context: ctx)
+                item.label = "\(i)"
+                item.owner = owner2
+            }
+            // A valid object in the same save.
+            let fine = VTOwner(context: ctx)
+            fine.name = "fine"
+            for _ in 0..<2 { VTItem(context: ctx).owner = fine }
+
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMultipleErrors)
+            let problems = error.detailedErrors.map { Problem(objectID: $0.objectID, key: $0.key, code: $0.code) }
+            #expect(problems.count == 4)
+            #expect(
+                Set(problems)
+                    == [
+                        Problem(objectID: owner1.objectID, key: "name", code: .validationMissingMandatoryProperty),
+                        Problem(objectID: owner1.objectID, key: "items", code: .validationRelationshipLacksMinimumCount),
+                        Problem(objectID: orphan.objectID, key: "owner", code: .validationMissingMandatoryProperty),
+                        Problem(objectID: owner2.objectID, key: "items", code: .validationRelationshipExceedsMaximumCount),
+                    ])
+            #expect(error.detailedErrors.allSatisfy { $0.code != .validationMultipleErrors })
+            #expect(!error.detailedErrors.contains { $0.objectID == fine.objectID })
+            // Every problem is named in the description.
+            #expect(error.description.contains("VTOwner.name"))
+            #expect(error.description.contains("VTItem.owner"))
+            // Nothing changed in the context.
+            #expect(ctx.insertedObjects.count == 11)
+            #expect(owner1.value(forKey: "name") == nil)
+            #expect(ctx.insertedObjects.allSatisfy { $0.objectID.isTemporaryID })
+        }
+        #expect(try await rowCounts(container) == [0, 0, 0])
+    }
+
+    @Test func singleProblemIsThrownWithItsOwnCode() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let orphan = VTItem(context: ctx)
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMissingMandatoryProperty)
+            #expect(error.objectID == orphan.objectID)
+            #expect(error.key == "owner")
+            #expect(error.detailedErrors.isEmpty)
+        }
+        #expect(try await rowCounts(container) == [0, 0, 0])
+    }
+
+    @Test func requiredAttributeSetToNil() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let owner = VTOwner(context: ctx)
+            for _ in 0..<2 { VTItem(context: ctx).owner = owner }
+            owner.setValue(nil, forKey: "name")
+            owner.note = nil  // optional: fine
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMissingMandatoryProperty)
+            #expect(error.objectID == owner.objectID)
+            #expect(error.key == "name")
+            // Fixing it makes the save succeed.
+            owner.name = "named"
+            try ctx.save()
+            #expect(!owner.objectID.isTemporaryID)
+        }
+        #expect(try await rowCounts(container) == [1, 2, 0])
+    }
+
+    @Test func toManyMinimumAndMaximumCounts() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let owner = VTOwner(context: ctx)
+            VTItem(context: ctx).owner = owner
+            var error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationRelationshipLacksMinimumCount)
+            #expect(error.key == "items")
+            #expect(error.objectID == owner.objectID)
+            for _ in 0..<3 { VTItem(context: ctx).owner = owner }
+            #expect(owner.items.count == 4)
+            error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationRelationshipExceedsMaximumCount)
+            #expect(error.key == "items")
+            let extra = try #require(owner.items.first)
+            ctx.delete(extra)
+            try ctx.save()
+            #expect(owner.items.count == 3)
+        }
+        #expect(try await rowCounts(container) == [1, 3, 0])
+    }
+
+    @Test func updateValidationRunsOnSavedObjects() async throws {
+        let container = try validationContainer()
+        let seed = container.newBackgroundContext()
+        let ownerID: NSManagedObjectID = try await seed.perform {
+            let owner = VTOwner(context: seed)
+            owner.name = "Saved"
+            for _ in 0..<2 { VTItem(context: seed).owner = owner }
+            try seed.save()
+            return owner.objectID
+        }
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let owner = try #require(try ctx.existingObject(with: ownerID) as? VTOwner)
+            owner.setValue(nil, forKey: "name")
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMissingMandatoryProperty)
+            #expect(error.objectID == ownerID)
+            #expect(error.key == "name")
+            #expect(ctx.updatedObjects == [owner])
+        }
+        let check = container.newBackgroundContext()
+        let name: String = try await check.perform {
+            try #require(try check.existingObject(with: ownerID) as? VTOwner).name
+        }
+        #expect(name == "Saved")
+    }
+
+    @Test func deletingARequiredTargetInvalidatesTheDependents() async throws {
+        let container = try validationContainer()
+        let seed = container.newBackgroundContext()
+        let (ownerID, itemIDs): (NSManagedObjectID, [NSManagedObjectID]) = try await seed.perform {
+            let owner = VTOwner(context: seed)
+            let items = (0..<2).map { _ in VTItem(context: seed) }
+            for i in items { i.owner = owner }
+            try seed.save()
+            return (owner.objectID, items.map(\.objectID))
+        }
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            ctx.delete(try ctx.existingObject(with: ownerID))
+            // VTOwner.items nullifies VTItem.owner, which is required.
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMultipleErrors)
+            let named = Set(error.detailedErrors.compactMap { e in e.key == "owner" ? e.objectID : nil })
+            #expect(named == Set(itemIDs))
+            #expect(error.detailedErrors.allSatisfy { $0.code == .validationMissingMandatoryProperty })
+        }
+        #expect(try await rowCounts(container) == [1, 2, 0])
+    }
+
+    @Test func customValidateForInsertErrorIsThrown() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let checked = VTChecked(context: ctx)
+            #expect(throws: VTCustomError.emptyCode) { try ctx.save() }
+            #expect(checked.isInserted)
+            checked.code = "ok"
+            try ctx.save()
+            #expect(!checked.isInserted)
+        }
+        #expect(try await rowCounts(container) == [0, 0, 1])
+    }
+
+    @Test func customValidationErrorIsReportedWithTheOthers() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            _ = VTChecked(context: ctx)
+            let orphan = VTItem(context: ctx)
+            let error = try #require(throws: CoreDataError.self) { try ctx.save() }
+            #expect(error.code == .validationMultipleErrors)
+            #expect(error.detailedErrors.count == 2)
+            #expect(error.detailedErrors.contains { $0.objectID == orphan.objectID && $0.key == "owner" })
+            #expect(error.detailedErrors.contains { $0.description.contains("emptyCode") })
+        }
+        #expect(try await rowCounts(container) == [0, 0, 0])
+    }
+
+    @Test func validateValueForKey() async throws {
+        let container = try validationContainer()
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let owner = VTOwner(context: ctx)
+            let nilError = try #require(throws: CoreDataError.self) { try owner.validateValue(nil, forKey: "name") }
+            #expect(nilError.code == .validationMissingMandatoryProperty)
+            #expect(nilError.key == "name")
+            try owner.validateValue(nil, forKey: "note")
+            try owner.validateValue("text", forKey: "name")
+            let typeError = try #require(throws: CoreDataError.self) { try owner.validateValue(42, forKey: "name") }
+            #expect(typeError.code == .managedObjectValidation)
+            let keyError = try #require(throws: CoreDataError.self) { try owner.validateValue("x", forKey: "nope") }
+            #expect(keyError.code == .managedObjectValidation)
+            #expect(keyError.key == "nope")
+            // validateValue does not set anything.
+            #expect(owner.name == "owner")
+        }
+    }
+}
