@@ -1,0 +1,194 @@
+// Store benchmark: the five workloads of ../shared/baselines/sqlite/sqlite_baseline.c, done
+// through PersistenceKit's whole object stack (managed objects, contexts, fetch requests) on
+// the file store, at both durability settings, printed beside raw SQLite measured in the
+// same run.
+//
+//   swift run -c release StoreBenchmark [N=100000] [path/to/sqlite_baseline.c]
+//
+// SQLite is only the baseline: the benchmark compiles and runs the C program with `cc
+// -lsqlite3` (never linked into PersistenceKit). Without a C compiler or libsqlite3 the
+// SQLite column reads "—".
+
+import Foundation
+import PersistenceKit
+
+final class Item: NSManagedObject {
+    @Attribute var title: String = ""
+    @Attribute var timestamp: Double = 0
+    @Attribute(.indexed) var count: Int64 = 0
+    @Attribute var flag: Int64 = 0
+}
+
+struct Figures {
+    var insertSave = 0.0  // s
+    var singleSave = 0.0  // µs per save
+    var indexedFetch = 0.0  // s for 100 fetches
+    var indexedRows = 0
+    var scanFetch = 0.0  // s
+    var scanRows = 0
+    var reopenCount = 0.0  // s
+    var reopenedRows = 0
+}
+
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+func makeContainer(_ url: URL, _ model: NSManagedObjectModel, _ durability: FileStore.Durability) throws -> NSPersistentContainer {
+    let container = NSPersistentContainer(name: "bench", managedObjectModel: model)
+    let description = NSPersistentStoreDescription(url: url)
+    description.setOption(durability.rawValue, forKey: FileStore.durabilityOptionKey)
+    container.persistentStoreDescriptions = [description]
+    let failure = LockedBox()
+    container.loadPersistentStores { _, error in failure.set(error.map { "\($0)" }) }
+    if let message = failure.get() { throw BenchError(message: message) }
+    return container
+}
+
+struct BenchError: Error { let message: String }
+
+final class LockedBox: @unchecked Sendable {
+    // @unchecked Sendable: written once by a synchronous completion handler on this thread.
+    private var value: String?
+    func set(_ v: String?) { value = v }
+    func get() -> String? { value }
+}
+
+func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectModel) throws -> Figures {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-bench-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let url = dir.appendingPathComponent("bench.store")
+    var f = Figures()
+    do {
+        let container = try makeContainer(url, model, durability)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            var ids: [NSManagedObjectID] = []
+            f.insertSave = try seconds {
+                for i in 0..<n {
+                    let item = Item(context: context)
+                    item.title = "Item number \(i)"
+                    item.timestamp = 1e9 + Double(i)
+                    item.count = Int64(i % 1000)
+                    item.flag = Int64(i & 1)
+                }
+                try context.save()
+            }
+            let inserted = try context.fetch(Item.fetchRequest())
+            ids = inserted.map(\.objectID).sorted { $0.uriRepresentation().absoluteString.count < $1.uriRepresentation().absoluteString.count || ($0.uriRepresentation().absoluteString.count == $1.uriRepresentation().absoluteString.count && $0.uriRepresentation().absoluteString < $1.uriRepresentation().absoluteString) }
+            context.reset()
+            let singles = try seconds {
+                for i in 0..<1000 {
+                    let item = context.object(with: ids[(i * 97) % n]) as! Item
+                    item.title = "renamed"
+                    try context.save()
+                }
+            }
+            f.singleSave = singles * 1e6 / 1000
+        }
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait {
+            f.indexedFetch = try seconds {
+                for k in Int64(0)..<100 {
+                    let request = Item.fetchRequest()
+                    request.predicate = #Predicate<Item> { $0.count == k }
+                    for item in try reader.fetch(request) {
+                        f.indexedRows += 1
+                        _ = item.title
+                        _ = item.timestamp
+                    }
+                }
+            }
+        }
+        let scanner = container.newBackgroundContext()
+        try scanner.performAndWait {
+            let mid = 1e9 + Double(n / 2)
+            f.scanFetch = try seconds {
+                let request = Item.fetchRequest()
+                request.predicate = #Predicate<Item> { $0.flag == 1 && $0.timestamp > mid }
+                for item in try scanner.fetch(request) {
+                    f.scanRows += 1
+                    _ = item.title
+                }
+            }
+        }
+        for store in container.persistentStoreCoordinator.persistentStores { try (store as? FileStore)?.close() }
+    }
+    f.reopenCount = try seconds {
+        let container = try makeContainer(url, model, durability)
+        let context = container.newBackgroundContext()
+        f.reopenedRows = try context.performAndWait { try context.count(for: Item.fetchRequest()) }
+    }
+    return f
+}
+
+func runSQLite(n: Int, source: String) -> [String: Figures] {
+    guard FileManager.default.fileExists(atPath: source) else { return [:] }
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let binary = dir.appendingPathComponent("sqlite_baseline").path
+    func run(_ args: [String]) -> String? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        do { try p.run() } catch { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    }
+    guard run(["cc", "-O2", "-o", binary, source, "-lsqlite3"]) != nil else { return [:] }
+    var result: [String: Figures] = [:]
+    for mode in ["FULL", "NORMAL"] {
+        guard let out = run([binary, "\(n)", mode, dir.path]),
+            let json = try? JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]
+        else { continue }
+        func d(_ k: String) -> Double { (json[k] as? NSNumber)?.doubleValue ?? .nan }
+        func i(_ k: String) -> Int { (json[k] as? NSNumber)?.intValue ?? 0 }
+        result[mode] = Figures(
+            insertSave: d("insert_save_s"), singleSave: d("single_saves_us"), indexedFetch: d("indexed_fetch_s"),
+            indexedRows: i("indexed_rows"), scanFetch: d("scan_fetch_s"), scanRows: i("scan_rows"),
+            reopenCount: d("reopen_count_s"), reopenedRows: i("reopened_rows"))
+    }
+    return result
+}
+
+let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
+let source = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "../shared/baselines/sqlite/sqlite_baseline.c"
+let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+let sqlite = runSQLite(n: n, source: source)
+
+func cell(_ x: Double, _ unit: String) -> String {
+    guard x.isFinite else { return "—" }
+    switch unit {
+    case "s": return String(format: "%.1f ms", x * 1000)
+    default: return String(format: "%.1f µs", x)
+    }
+}
+
+print("Store benchmark, N = \(n), release build. Ratio = ours / SQLite (lower is better).")
+print("| workload | durability | PersistenceKit | SQLite | ratio |")
+print("|---|---|---|---|---|")
+for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMAL")] {
+    let ours = try runOurs(n: n, durability: durability, model: model)
+    let base = sqlite[mode]
+    let rows: [(String, Double, Double?, String)] = [
+        ("insert \(n) + save", ours.insertSave, base?.insertSave, "s"),
+        ("1,000 single-object saves (per save)", ours.singleSave, base?.singleSave, "µs"),
+        ("100 indexed equality fetches", ours.indexedFetch, base?.indexedFetch, "s"),
+        ("1 non-indexed filtered fetch", ours.scanFetch, base?.scanFetch, "s"),
+        ("reopen + count", ours.reopenCount, base?.reopenCount, "s"),
+    ]
+    for (name, o, b, unit) in rows {
+        let ratio = b.map { String(format: "%.2f", o / $0) } ?? "—"
+        print("| \(name) | \(mode) | \(cell(o, unit)) | \(b.map { cell($0, unit) } ?? "—") | \(ratio) |")
+    }
+    if let base, base.indexedRows != ours.indexedRows || base.scanRows != ours.scanRows || base.reopenedRows != ours.reopenedRows {
+        print("warning: row counts differ from SQLite: ours \(ours.indexedRows)/\(ours.scanRows)/\(ours.reopenedRows), "
+            + "SQLite \(base.indexedRows)/\(base.scanRows)/\(base.reopenedRows)")
+    }
+}
