@@ -15,7 +15,7 @@ import Synchronization
 /// lock. Its contexts follow their own queue rules.
 open class NSPersistentContainer: @unchecked Sendable {
     // @unchecked Sendable: an open class cannot be checked, but every stored property is a
-    // `let` of a Sendable type or lives in `state`, a Mutex.
+    // `let` of a Sendable type or lives in `state`, a Lock.
 
     private struct State {
         var descriptions: [NSPersistentStoreDescription]
@@ -30,7 +30,7 @@ open class NSPersistentContainer: @unchecked Sendable {
     public let persistentStoreCoordinator: NSPersistentStoreCoordinator
     /// A main-queue context for the UI or main-actor code. Use it on the main actor only.
     public let viewContext: NSManagedObjectContext
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Creates a container with one default store description (see ``defaultDirectoryURL()``).
     public init(name: String, managedObjectModel model: NSManagedObjectModel) {
@@ -40,7 +40,7 @@ open class NSPersistentContainer: @unchecked Sendable {
         self.viewContext = NSManagedObjectContext(concurrencyType: .mainQueueConcurrencyType, coordinator: persistentStoreCoordinator)
         self.viewContext.name = "viewContext"
         let url = Self.defaultDirectoryURL().appendingPathComponent("\(name).store")
-        self.state = Mutex(State(descriptions: [NSPersistentStoreDescription(url: url)]))
+        self.state = Lock(State(descriptions: [NSPersistentStoreDescription(url: url)]))
     }
 
     /// The folder default stores go in: the user's application-support folder (on Linux,

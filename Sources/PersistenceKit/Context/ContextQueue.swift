@@ -54,14 +54,14 @@ final class ContextQueue: Sendable {
         case executorJob(UnownedJob, UnownedSerialExecutor)
     }
 
-    struct State: ~Copyable {
+    struct State {
         var jobs = FIFOBuffer<Job>()
         var active = false
     }
 
     let kind: Kind
     let label: String
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let owner = Atomic<UInt>(0)
 
     /// Jobs run per drain before the drainer yields its global-pool thread.

@@ -84,7 +84,7 @@ extension NSManagedObjectContext {
         if object.flags.contains(.deleted) { return }
         object.prepareForAccess("delete(_:)")  // delete rules and deny checks need the values
         object.flags.insert(.deleted)
-        object.flags.remove(.updated)
+        object.flags.subtract([.updated, .changeRecorded])
         updatedSet.remove(object)
         deletedSet.insert(object)
         pendingDeletes.append(object)
@@ -99,7 +99,14 @@ extension NSManagedObjectContext {
             object.flags.insert(.updated)
             updatedSet.insert(object)
         }
+        object.flags.insert(.changeRecorded)
         unprocessed.updated.insert(object)
+    }
+
+    /// Forgets the changes not yet announced (objects may note changes again).
+    func clearUnprocessed() {
+        for o in unprocessed.updated { o.flags.remove(.changeRecorded) }
+        unprocessed = PendingChanges()
     }
 
     /// Applies delete rules to pending deletions and posts
@@ -109,7 +116,7 @@ extension NSManagedObjectContext {
         applyDeleteRules()
         if unprocessed.isEmpty { return }
         let changes = unprocessed
-        unprocessed = PendingChanges()
+        clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
         if !changes.inserted.isEmpty { info[NSInsertedObjectsKey] = changes.inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }

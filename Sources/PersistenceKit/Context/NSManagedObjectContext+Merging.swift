@@ -73,9 +73,10 @@ extension NSManagedObjectContext {
         for id in changes.inserted where coordinator.owns(id) {
             inserted.insert(object(with: id))
         }
+        let rows = changes.rows.isEmpty ? [:] : Dictionary(changes.rows.map { ($0.id, $0) }, uniquingKeysWith: { _, b in b })
         for id in changes.updated {
             guard let o = registeredByID[id] else { continue }
-            let row = id.rowID.flatMap { changes.rows[$0] } ?? rowForFault(o)
+            let row = id.rowID.flatMap { rows[$0] } ?? rowForFault(o)
             guard let row else { continue }
             if o.flags.contains(.fault) {
                 o.snapshot = row
@@ -91,6 +92,7 @@ extension NSManagedObjectContext {
             updatedSet.remove(o)
             deletedSet.remove(o)
             unprocessed.updated.remove(o)
+            o.flags.remove(.changeRecorded)
             unprocessed.deleted.remove(o)
             deleted.insert(o)
         }
@@ -103,8 +105,8 @@ extension NSManagedObjectContext {
         if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = deleted }
         post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
-        let merged = SavedChanges(
-            inserted: inserted.map(\.objectID), updated: refreshed.map(\.objectID), deleted: deleted.map(\.objectID))
+        let merged = ObjectIDChanges(
+            inserted: Set(inserted.map(\.objectID)), updated: Set(refreshed.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
         postObjectIDs(NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: merged.updated)
     }
 
@@ -118,7 +120,7 @@ extension NSManagedObjectContext {
         o.slots = slots
         o.snapshot = row
         if changed.isEmpty && o.flags.contains(.updated) {
-            o.flags.remove(.updated)
+            o.flags.subtract([.updated, .changeRecorded])
             updatedSet.remove(o)
         }
     }

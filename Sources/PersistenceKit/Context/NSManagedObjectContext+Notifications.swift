@@ -91,10 +91,9 @@ extension NSManagedObjectContext {
         return stream
     }
 
-    func publishDidSave(_ changes: SavedChanges) {
-        let value = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
+    func publishDidSave(_ changes: ObjectIDChanges) {
         let continuations = didSaveStreams.withLock { Array($0.values) }
-        for c in continuations { c.yield(value) }
+        for c in continuations { c.yield(changes) }
     }
 
     /// Posts a notification from this context (the caller is on the context's queue).
@@ -103,12 +102,12 @@ extension NSManagedObjectContext {
     }
 
     /// Posts an object-ID notification for a save or merge.
-    func postObjectIDs(_ name: Notification.Name, _ changes: SavedChanges, refreshed: [NSManagedObjectID] = []) {
+    func postObjectIDs(_ name: Notification.Name, _ changes: ObjectIDChanges, refreshed: Set<NSManagedObjectID> = []) {
         var info: [AnyHashable: Any] = [:]
-        if !changes.inserted.isEmpty { info[NSInsertedObjectIDsKey] = Set(changes.inserted) }
-        if !changes.updated.isEmpty { info[NSUpdatedObjectIDsKey] = Set(changes.updated) }
-        if !changes.deleted.isEmpty { info[NSDeletedObjectIDsKey] = Set(changes.deleted) }
-        if !refreshed.isEmpty { info[NSRefreshedObjectIDsKey] = Set(refreshed) }
+        if !changes.inserted.isEmpty { info[NSInsertedObjectIDsKey] = changes.inserted }
+        if !changes.updated.isEmpty { info[NSUpdatedObjectIDsKey] = changes.updated }
+        if !changes.deleted.isEmpty { info[NSDeletedObjectIDsKey] = changes.deleted }
+        if !refreshed.isEmpty { info[NSRefreshedObjectIDsKey] = refreshed }
         post(name, userInfo: info)
     }
 }

@@ -97,9 +97,11 @@ extension NSManagedObjectContext {
     }
 
     /// New row IDs for objects with temporary IDs, allocated per entity in insertion order.
-    func allocateRows(for objects: [NSManagedObject], in store: any PersistentStore) throws -> [ObjectIdentifier: StoreRowID] {
+    func allocateRows(
+        for objects: [NSManagedObject], in store: any PersistentStore, ordered: Bool = false
+    ) throws -> [ObjectIdentifier: StoreRowID] {
         var byEntity: [Int32: [NSManagedObject]] = [:]
-        for o in objects.sorted(by: { $0.insertionSequence < $1.insertionSequence }) {
+        for o in ordered ? objects : objects.sorted(by: { $0.insertionSequence < $1.insertionSequence }) {
             byEntity[o.entity.index, default: []].append(o)
         }
         var result: [ObjectIdentifier: StoreRowID] = [:]

@@ -23,7 +23,7 @@ extension NSManagedObjectContext {
         if object.flags.contains(.deleted) && flag { return }
         updatedSet.remove(object)
         unprocessed.updated.remove(object)
-        object.flags.remove(.updated)
+        object.flags.subtract([.updated, .changeRecorded])
         if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.snapshot = nil }
     }
 
@@ -52,7 +52,7 @@ extension NSManagedObjectContext {
             o.invalidate()
         }
         for o in updatedSet.union(deletedSet) {
-            o.flags.subtract([.updated, .deleted])
+            o.flags.subtract([.updated, .deleted, .changeRecorded])
             if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }
             restored.insert(o)
         }
@@ -60,7 +60,7 @@ extension NSManagedObjectContext {
         updatedSet = []
         deletedSet = []
         pendingDeletes = []
-        unprocessed = PendingChanges()
+        clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInvalidatedObjectsKey] = inserted }
         if !restored.isEmpty { info[NSRefreshedObjectsKey] = restored }
@@ -79,7 +79,7 @@ extension NSManagedObjectContext {
         updatedSet = []
         deletedSet = []
         pendingDeletes = []
-        unprocessed = PendingChanges()
+        clearUnprocessed()
         post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSInvalidatedAllObjectsKey: ids])
     }
 }

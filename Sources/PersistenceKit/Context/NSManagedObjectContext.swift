@@ -26,7 +26,7 @@ public enum NSManagedObjectContextConcurrencyType: UInt, Sendable {
 /// Guarantees: perform blocks run one at a time in FIFO order; `performAndWait` is
 /// reentrant; notifications are posted on the context's queue.
 public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
-    // @unchecked Sendable: `queue`, `concurrencyType` and the Mutex-guarded boxes are
+    // @unchecked Sendable: `queue`, `concurrencyType` and the Lock-guarded boxes are
     // thread-safe; every other stored property is read and written only on `queue`, which
     // `assertOnQueue` enforces at each entry point (perform/performAndWait being the only
     // members that run off the queue, and they touch nothing but `queue`).
@@ -35,9 +35,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public let concurrencyType: NSManagedObjectContextConcurrencyType
     let queue: ContextQueue
 
-    private let coordinatorBox = Mutex<NSPersistentStoreCoordinator?>(nil)
-    private let nameBox = Mutex<String?>(nil)
-    let didSaveStreams = Mutex<[UUID: AsyncStream<NSManagedObjectContext.ObjectIDChanges>.Continuation]>([:])
+    private let coordinatorBox = Lock<NSPersistentStoreCoordinator?>(nil)
+    private let nameBox = Lock<String?>(nil)
+    let didSaveStreams = Lock<[UUID: AsyncStream<NSManagedObjectContext.ObjectIDChanges>.Continuation]>([:])
 
     // Queue-confined state.
     var registeredByID: [NSManagedObjectID: NSManagedObject] = [:]

@@ -9,7 +9,7 @@ import Synchronization
 public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked Sendable: stored properties are written only before the model is sealed
     // (checked by `checkMutable()`); the only state written later, `storageKeyPathIndex`,
-    // is behind a Mutex.
+    // is behind a Lock.
 
     /// The entity's name, unique in its model.
     public var name: String {
@@ -52,10 +52,10 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     /// Caches which `@Attribute`/`@Relationship` storage key path belongs to which property.
     /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
-    let storageKeyPathIndex = Mutex<[StorageKeyPath: Int]>([:])
+    let storageKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
 
     /// Caches which attribute a property key path (`\Book.title`) reads; -1 for none.
-    let wrappedKeyPathIndex = Mutex<[StorageKeyPath: Int]>([:])
+    let wrappedKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
 
     /// Creates an empty entity description, as Core Data's `NSEntityDescription()`.
     public init() {

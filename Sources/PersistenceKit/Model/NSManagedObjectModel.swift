@@ -26,7 +26,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         }
     }
 
-    private let sealLock = Mutex<Bool>(false)
+    private let sealLock = Lock<Bool>(false)
     private var entitiesByIndex: [NSEntityDescription] = []
     private var entitiesByClass: [ObjectIdentifier: NSEntityDescription] = [:]
     private var entitiesByNameTable: [String: NSEntityDescription] = [:]

@@ -24,26 +24,28 @@ public enum AttributeOption: Sendable, Hashable {
 @propertyWrapper
 public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     let defaultValue: Value
-    let options: Set<AttributeOption>
+    /// Bit 0: indexed, bit 1: transient. A bit set, not a `Set`: wrappers are created for
+    /// every object, and a `Set` would allocate each time.
+    let optionBits: UInt8
     var slot: Int = -1
     var isProbe: Bool = false
 
     /// Declares an attribute whose default value is `wrappedValue`.
     public init(wrappedValue: Value, _ options: AttributeOption...) {
         self.defaultValue = wrappedValue
-        self.options = Set(options)
+        self.optionBits = Self.bits(options)
     }
 
     /// Declares an optional attribute with no default value (`@Attribute var due: Date?`).
     public init() where Value: ExpressibleByNilLiteral {
         self.defaultValue = nil
-        self.options = []
+        self.optionBits = 0
     }
 
     /// Declares an optional attribute with options and no default value.
     public init(_ options: AttributeOption...) where Value: ExpressibleByNilLiteral {
         self.defaultValue = nil
-        self.options = Set(options)
+        self.optionBits = Self.bits(options)
     }
 
     /// Unavailable: `@Attribute` only works on properties of `NSManagedObject` subclasses.
@@ -72,11 +74,20 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         }
     }
 
+    private static func bits(_ options: [AttributeOption]) -> UInt8 {
+        options.reduce(0) { bits, o in
+            switch o {
+            case .indexed: bits | 1
+            case .transient: bits | 2
+            }
+        }
+    }
+
     func makeDescription(name: String) -> NSPropertyDescription {
         let a = NSAttributeDescription(name: name, type: Value.attributeType)
         a.isOptional = Value.isOptionalAttributeValue
-        a.isIndexed = options.contains(.indexed)
-        a.isTransient = options.contains(.transient)
+        a.isIndexed = optionBits & 1 != 0
+        a.isTransient = optionBits & 2 != 0
         let d = defaultValue.storeValue
         if !d.isNull { a.defaultValue = Value.attributeType.anyValue(from: d) }
         return a

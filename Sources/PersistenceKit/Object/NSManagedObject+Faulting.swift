@@ -5,11 +5,22 @@ extension NSManagedObject {
     /// invalidated objects, and fires the fault.
     @inline(__always)
     func prepareForAccess(_ operation: @autoclosure () -> String) {
-        if let context = managedObjectContext {
-            context.assertOnQueue(operation(), object: self)
-        }
+        checkQueue(operation())
         if !flags.isDisjoint(with: [.fault, .invalidated]) {
             prepareSlowPath(operation())
+        }
+    }
+
+    /// Traps when checks are on and the caller is not on the owning context's queue.
+    @inline(__always)
+    func checkQueue(_ operation: @autoclosure () -> String) {
+        if NSManagedObjectContext.checksQueues, let queue = contextQueue, !queue.isCurrent {
+            guard let context = managedObjectContext else {
+                preconditionFailure(
+                    "PersistenceKit concurrency violation: \(operation()) on \(objectID) from the wrong thread, after its "
+                        + "context was deallocated. Rule: use an object only on its context's queue.")
+            }
+            context.assertOnQueue(operation(), object: self)
         }
     }
 

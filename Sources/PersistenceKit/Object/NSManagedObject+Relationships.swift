@@ -79,7 +79,11 @@ extension NSManagedObject {
     }
 
     /// Tells the context that this object changed.
+    @inline(__always)
     func markChanged() {
+        // Inserted and deleted objects are never "updated"; an object already recorded as
+        // changed needs no second note before the next processPendingChanges().
+        if !flags.isDisjoint(with: [.inserted, .deleted, .changeRecorded]) { return }
         managedObjectContext?.objectDidChange(self)
     }
 

@@ -36,6 +36,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         static let invalidated = Flags(rawValue: 1 << 4)
         /// A throwaway object that records which slot a key path reads.
         static let probe = Flags(rawValue: 1 << 5)
+        /// Updated, and already listed in the context's unprocessed changes: further changes
+        /// before the next `processPendingChanges()` need not tell the context again.
+        static let changeRecorded = Flags(rawValue: 1 << 6)
     }
 
     /// The object's entity.
@@ -46,7 +49,14 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     /// The context that owns the object; `nil` once the object was removed from it (its
     /// deletion saved, the context reset or rolled back over its insertion).
-    public internal(set) weak var managedObjectContext: NSManagedObjectContext?
+    public internal(set) weak var managedObjectContext: NSManagedObjectContext? {
+        didSet { contextQueue = managedObjectContext?.queue }
+    }
+
+    /// The owning context's queue, held strongly so that the queue check on every property
+    /// access needs no weak-reference load (measured: the weak load was the largest single
+    /// cost of a property read).
+    var contextQueue: ContextQueue?
 
     /// Current values, one slot per property of ``entity``; empty while a fault.
     var slots: ContiguousArray<Slot>
@@ -156,7 +166,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     public var hasChanges: Bool { !checkedFlags().isDisjoint(with: [.inserted, .deleted, .updated]) }
 
     private func checkedFlags() -> Flags {
-        managedObjectContext?.assertOnQueue(#function, object: self)
+        checkQueue("reading the object's state")
         return flags
     }
 

@@ -18,6 +18,8 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     let key: Key
     /// The identifier of the store holding the object (`nil` for temporary IDs).
     public let persistentStoreIdentifier: String?
+    /// Computed once: IDs are dictionary keys on every hot path (uniquing, change sets).
+    private let cachedHash: Int
 
     private static let temporaryCounter = Atomic<UInt64>(1)
     /// Distinguishes this process's temporary IDs in URIs.
@@ -28,12 +30,21 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         let n = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
         self.key = .temporary(n)
         self.persistentStoreIdentifier = nil
+        self.cachedHash = Self.hash(key: .temporary(n), entity: entity)
     }
 
     init(entity: NSEntityDescription, row: StoreRowID, store: String) {
         self.entity = entity
         self.key = .permanent(row)
         self.persistentStoreIdentifier = store
+        self.cachedHash = Self.hash(key: .permanent(row), entity: entity)
+    }
+
+    private static func hash(key: Key, entity: NSEntityDescription) -> Int {
+        var h = Hasher()
+        h.combine(key)
+        h.combine(ObjectIdentifier(entity))
+        return h.finalize()
     }
 
     /// Whether the ID is temporary (the object has not been saved nor given a permanent ID).
@@ -67,13 +78,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
 
     public static func == (lhs: NSManagedObjectID, rhs: NSManagedObjectID) -> Bool {
         lhs === rhs
-            || (lhs.key == rhs.key && lhs.entity === rhs.entity
+            || (lhs.cachedHash == rhs.cachedHash && lhs.key == rhs.key && lhs.entity === rhs.entity
                 && lhs.persistentStoreIdentifier == rhs.persistentStoreIdentifier)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(key)
-        hasher.combine(ObjectIdentifier(entity))
+        hasher.combine(cachedHash)
     }
 
     public var description: String {

@@ -17,7 +17,7 @@ public final class InMemoryStore: PersistentStore {
     public var type: String { NSInMemoryStoreType }
     public let url: URL?
     public let metadata: [String: String]
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates an empty in-memory store for `model`.
     public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {

@@ -20,13 +20,13 @@ public final class NSPersistentStoreCoordinator: Sendable {
     public let managedObjectModel: NSManagedObjectModel
     /// The result of validating the model, reported when a store is added.
     private let modelError: ModelError?
-    private let stores = Mutex<[any PersistentStore]>([])
+    private let stores = Lock<[any PersistentStore]>([])
     /// Serializes commits: one writer at a time across all contexts of this coordinator.
-    private let commitLock = Mutex<Void>(())
+    private let commitLock = Lock<Void>(())
     /// Contexts that merge this coordinator's saves automatically.
-    private let mergeObservers = Mutex<[WeakContext]>([])
+    private let mergeObservers = Lock<[WeakContext]>([])
 
-    private static let factories = Mutex<[String: StoreFactory]>([
+    private static let factories = Lock<[String: StoreFactory]>([
         NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) },
         NSFileStoreType: { url, options, model in
             guard let url else {

@@ -15,12 +15,12 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         var configuration: String?
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// Creates a description of a store at `url`. The type defaults to the file store
     /// (``NSFileStoreType``); use ``NSInMemoryStoreType`` for a store that lives in memory.
     public init(url: URL? = nil, type: String = NSFileStoreType) {
-        state = Mutex(State(type: type, url: url))
+        state = Lock(State(type: type, url: url))
     }
 
     /// The store type (for example ``NSInMemoryStoreType``).

@@ -57,7 +57,8 @@ public struct StoreConflict: Sendable, Hashable {
 
 /// The outcome of committing a transaction.
 public enum StoreCommitResult: Sendable {
-    /// Everything was written; the committed rows with their new versions.
+    /// Everything was written; the committed rows with their new versions: the inserts,
+    /// then the updates, each in transaction order.
     case committed([StoreRow])
     /// Nothing was written because these rows changed since the writer read them.
     case conflicts([StoreConflict])
@@ -87,7 +88,11 @@ public struct StoreFilter: Sendable, Hashable {
 
         /// Whether `row` satisfies the condition.
         public func matches(_ row: StoreRow) -> Bool {
-            let v = property < row.values.count ? row.values[property] : .null
+            matches(value: property < row.values.count ? row.values[property] : .null)
+        }
+
+        /// Whether a value of the condition's property satisfies it.
+        public func matches(value v: StoreValue) -> Bool {
             let c = StoreValue.compare(v, value)
             switch op {
             case .equal: return c == .orderedSame

@@ -60,10 +60,17 @@ extension FileStore {
             try? fs.remove(temporary)
             throw error
         }
-        // The new file is complete, synced and in place; from here on it is the store.
-        let file: any StoreFile
+        // The new file is complete, synced and in place; from here on it is the store. Both
+        // the old and the new file hold exactly the live rows, so if the folder sync fails the
+        // store carries on with the new file and the error is still reported.
+        var folderSyncError: FileStoreError?
         do {
             try Self.io(path, "compacting (syncing the folder)") { try fs.syncDirectory(directory) }
+        } catch {
+            folderSyncError = error
+        }
+        let file: any StoreFile
+        do {
             file = try Self.io(path, "compacting (reopening)") { try fs.open(path, create: false) }
         } catch {
             // The data on disk is intact, but this store object lost its file: stop using it.
@@ -76,5 +83,6 @@ extension FileStore {
         fresh.compactions = s.compactions + 1
         s.file?.close()
         s = fresh
+        if let folderSyncError { throw folderSyncError }
     }
 }

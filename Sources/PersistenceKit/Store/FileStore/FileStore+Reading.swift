@@ -21,17 +21,24 @@ extension FileStore {
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
             try checkOpen(s)
-            let keys = candidateKeys(entity: entity, filter: filter, in: &s)
+            let keys = try candidateKeys(entity: entity, filter: filter, in: &s)
             guard let rows = s.tables[entity]?.rows else { return [] }
+            let conditions = filter?.conditions ?? []
             var result: [StoreRow] = []
-            result.reserveCapacity(keys.count)
+            result.reserveCapacity(conditions.isEmpty ? keys.count : keys.count / 4)
             try s.image.withBytes { buf throws(FileStoreError) in
-                for pk in keys {
+                rowLoop: for pk in keys {
                     guard let ref = rows[pk] else { continue }
-                    var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
-                    let row = StoreRow(
-                        id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r))
-                    if filter?.matches(row) ?? true { result.append(row) }
+                    let range = ref.offset..<(ref.offset + ref.length)
+                    // Check the conditions on their own columns first; decode the whole row
+                    // only when it matches.
+                    for c in conditions {
+                        var r = ByteReader(buf, range: range, path: path)
+                        if !c.matches(value: try FileStoreFormat.decodeValue(at: c.property, &r)) { continue rowLoop }
+                    }
+                    var r = ByteReader(buf, range: range, path: path)
+                    result.append(
+                        StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
                 }
             }
             return result
@@ -50,14 +57,22 @@ extension FileStore {
 
     /// The primary keys to examine, in ascending order: from an index when a condition can
     /// use one, otherwise every key of the entity.
-    private func candidateKeys(entity: Int32, filter: StoreFilter?, in s: inout State) -> [Int64] {
+    private func candidateKeys(entity: Int32, filter: StoreFilter?, in s: inout State) throws(FileStoreError) -> [Int64] {
         guard var table = s.tables[entity] else { return [] }
         if let filter, let columns = indexedColumns[entity] {
             for condition in filter.conditions where columns.contains(condition.property) && condition.op != .notEqual {
                 s.tables[entity] = nil
-                let keys = table.indexes[condition.property, default: AttributeIndex()].keys(matching: condition)
-                s.tables[entity] = table
-                if let keys { return keys.sorted() }
+                defer { s.tables[entity] = table }
+                if !table.indexesReady {
+                    let image = s.image
+                    try image.withBytes { buf throws(FileStoreError) in
+                        for (pk, ref) in table.rows { try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path) }
+                    }
+                    table.indexesReady = true
+                }
+                if let keys = table.indexes[condition.property, default: AttributeIndex()].keys(matching: condition) {
+                    return keys.sorted()
+                }
             }
         }
         return table.rows.keys.sorted()

@@ -51,6 +51,9 @@ extension FileStore {
             let image = try io(path, "reading the store") { try file.read(at: 0, count: size) }
             var state = State(file: file, lockFile: lockFile, image: image)
             let (storeID, cut) = try replay(&state, path: path, model: model, tolerant: crashed || created, indexedColumns: indexedColumns)
+            for (entity, table) in state.tables where table.rows.isEmpty {
+                state.tables[entity]?.indexesReady = true
+            }
             if let cut {
                 try io(path, "cutting off an unfinished record") {
                     try file.truncate(to: cut)
@@ -204,7 +207,7 @@ extension FileStore {
             let entity = try r.i32()
             let next = try r.i64()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
-            s.tables[entity, default: Table()].nextKey = max(s.tables[entity]?.nextKey ?? 1, next)
+            s.tables[entity, default: Table(indexesReady: false)].nextKey = max(s.tables[entity]?.nextKey ?? 1, next)
         }
         let entries = Int(try r.u32())
         for _ in 0..<entries {
@@ -235,16 +238,22 @@ extension FileStore {
         _ ref: RowRef, entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String,
         indexedColumns: [Int32: [Int]]
     ) throws(FileStoreError) {
-        var table = s.tables[entity] ?? Table()
+        // Tables first seen during replay get their indexes on first use; the caller marks
+        // the ones that stayed empty as ready.
+        var table = s.tables[entity] ?? Table(indexesReady: false)
         s.tables[entity] = nil  // edit the table in place, without a copy
         if let old = table.rows[pk] {
             s.liveBytes -= liveSize(old)
-            if let columns = indexedColumns[entity] { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
+            if table.indexesReady, let columns = indexedColumns[entity] {
+                table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+            }
         }
         table.rows[pk] = ref
         table.nextKey = max(table.nextKey, pk + 1)
         s.liveBytes += liveSize(ref)
-        if let columns = indexedColumns[entity] { try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path) }
+        if table.indexesReady, let columns = indexedColumns[entity] {
+            try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
+        }
         s.tables[entity] = table
     }
 
@@ -254,7 +263,9 @@ extension FileStore {
         guard var table = s.tables[entity], let old = table.rows[pk] else { return }
         s.tables[entity] = nil
         s.liveBytes -= liveSize(old)
-        if let columns = indexedColumns[entity] { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
+        if table.indexesReady, let columns = indexedColumns[entity] {
+            table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+        }
         table.rows[pk] = nil
         s.tables[entity] = table
     }
