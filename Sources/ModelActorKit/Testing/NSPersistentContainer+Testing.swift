@@ -1,0 +1,115 @@
+import Foundation
+import PersistenceKit
+
+extension NSPersistentContainer {
+    /// Serializes the creation and loading of test containers across threads, so that
+    /// parallel tests never race on the same folder or on stale-file removal.
+    private static let testCreationLock = NSLock()
+    /// Names of test stores in use by live containers in this process.
+    private nonisolated(unsafe) static var testStoresInUse: [String: WeakTestContainer] = [:]
+    // nonisolated(unsafe): read and written only while `testCreationLock` is held.
+
+    /// A container with an on-disk file store of its own, for one test.
+    ///
+    /// The store lives in `<temporary directory>/<subDirectory>/<name>.store`, where the name
+    /// comes from `testName` or, by default, from the caller's `#fileID` and `#function`, so
+    /// each test gets its own store. Store files left by an earlier run under that name are
+    /// removed before loading; if a live container in this process already uses the name
+    /// (parameterized tests share a `#function`), a numbered suffix keeps the stores apart.
+    /// Creation and loading are serialized across threads.
+    ///
+    /// - Throws: ``TestContainerError`` when the folder cannot be made, a stale file cannot
+    ///   be removed, or the store does not load.
+    public static func makeTest(
+        model: NSManagedObjectModel,
+        testName: String = "",
+        fileID: String = #fileID,
+        function: String = #function,
+        subDirectory: String = "PersistenceKitTestTemp"
+    ) throws -> NSPersistentContainer {
+        testCreationLock.lock()
+        defer { testCreationLock.unlock() }
+
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(subDirectory, isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw TestContainerError(kind: .cannotCreateFolder, path: folder.path, reason: "\(error)")
+        }
+
+        let base = sanitizedStoreName(testName.isEmpty ? "\(fileID)-\(function)" : testName)
+        var name = base
+        var suffix = 2
+        while testStoresInUse[name]?.container != nil {
+            name = "\(base)-\(suffix)"
+            suffix += 1
+        }
+        let storeURL = folder.appendingPathComponent("\(name).store")
+        for sidecar in ["", "-lock", "-compact", "-new"] {
+            let path = storeURL.path + sidecar
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            do {
+                try FileManager.default.removeItem(atPath: path)
+            } catch {
+                throw TestContainerError(kind: .cannotRemoveStaleFile, path: path, reason: "\(error)")
+            }
+        }
+
+        let container = NSPersistentContainer(name: name, managedObjectModel: model)
+        let description = NSPersistentStoreDescription(url: storeURL)
+        description.shouldAddStoreAsynchronously = false
+        container.persistentStoreDescriptions = [description]
+        let failure = FailureBox()
+        container.loadPersistentStores { _, error in failure.record(error) }
+        if let error = failure.error {
+            throw TestContainerError(kind: .loadFailed, path: storeURL.path, reason: "\(error)")
+        }
+        testStoresInUse[name] = WeakTestContainer(container: container)
+        return container
+    }
+
+    /// ``makeTest(model:testName:fileID:function:subDirectory:)`` with the model built from
+    /// `NSManagedObject` subclasses first.
+    ///
+    /// - Throws: ``ModelError`` for an invalid model, or ``TestContainerError``.
+    public static func makeRuntimeTest(
+        modelTypes: [NSManagedObject.Type],
+        testName: String = "",
+        fileID: String = #fileID,
+        function: String = #function,
+        subDirectory: String = "PersistenceKitTestTemp"
+    ) throws -> NSPersistentContainer {
+        let model = try NSManagedObjectModel(managedObjectClasses: modelTypes)
+        return try makeTest(model: model, testName: testName, fileID: fileID, function: function, subDirectory: subDirectory)
+    }
+
+    /// Letters, digits, `.`, `_` and `-`; runs of anything else become one `_`.
+    private static func sanitizedStoreName(_ raw: String) -> String {
+        var result = ""
+        var lastWasUnderscore = false
+        for scalar in raw.unicodeScalars {
+            let ok = scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+            if ok {
+                result.unicodeScalars.append(scalar)
+                lastWasUnderscore = false
+            } else if !lastWasUnderscore {
+                result.append("_")
+                lastWasUnderscore = true
+            }
+        }
+        let trimmed = result.trimmingCharacters(in: CharacterSet(charactersIn: "._-"))
+        return trimmed.isEmpty ? "PersistenceKitTestStore" : trimmed
+    }
+}
+
+private struct WeakTestContainer {
+    weak var container: NSPersistentContainer?
+}
+
+/// Carries the error out of the synchronous completion handler.
+private final class FailureBox: @unchecked Sendable {
+    // @unchecked Sendable: the handler runs synchronously (shouldAddStoreAsynchronously is
+    // false) on the calling thread, before `error` is read.
+    private(set) var error: (any Error)?
+    func record(_ e: (any Error)?) { if let e { error = e } }
+}

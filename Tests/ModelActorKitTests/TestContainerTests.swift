@@ -1,0 +1,65 @@
+import Foundation
+import ModelActorKit
+import Testing
+
+@Suite struct TestContainerTests {
+    /// Guarantee 7: 200 tests that each call makeTest run in parallel without seeing each
+    /// other's data. (A parameterized test: every case shares one #function, which makeTest
+    /// must still keep apart.)
+    @Test(arguments: 0..<200) func parallelTestContainersAreIsolated(index: Int) async throws {
+        let container = try NSPersistentContainer.makeRuntimeTest(modelTypes: [Item.self])
+        let store = ItemStore(container: container)
+        _ = try await store.createItem(title: "case \(index)")
+        let titles = try await store.withContext { context in
+            try context.fetch(Item.fetchRequest()).map(\.title)
+        }
+        #expect(titles == ["case \(index)"])
+    }
+
+    @Test func storeIsOnDiskAndStaleFilesAreRemoved() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        var url: URL?
+        do {
+            let first = try NSPersistentContainer.makeTest(model: model, testName: "stale-check")
+            url = first.persistentStoreCoordinator.persistentStores.first?.url
+            let context = first.newBackgroundContext()
+            try context.performAndWait {
+                _ = Item(context: context)
+                try context.save()
+            }
+            for store in first.persistentStoreCoordinator.persistentStores { try (store as? FileStore)?.close() }
+        }
+        let storeURL = try #require(url)
+        #expect(FileManager.default.fileExists(atPath: storeURL.path))
+        let second = try NSPersistentContainer.makeTest(model: model, testName: "stale-check")
+        let context = second.newBackgroundContext()
+        let count = try context.performAndWait { try context.count(for: Item.fetchRequest()) }
+        #expect(count == 0)
+    }
+
+    @Test func folderThatCannotBeMadeIsATypedError() throws {
+        let blocker = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pk-blocker-\(UUID().uuidString)")
+        try Data("not a folder".utf8).write(to: blocker)
+        defer { try? FileManager.default.removeItem(at: blocker) }
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let error = #expect(throws: TestContainerError.self) {
+            _ = try NSPersistentContainer.makeTest(model: model, subDirectory: blocker.lastPathComponent + "/inner")
+        }
+        #expect(error?.kind == .cannotCreateFolder)
+        #expect(error?.path.hasSuffix("inner") == true)
+    }
+
+    @Test func loadFailureIsATypedError() throws {
+        // A relationship without an inverse: the model is invalid, so the store refuses it.
+        let model = NSManagedObjectModel()
+        let entity = NSEntityDescription(name: "Lonely")
+        let r = NSRelationshipDescription(name: "friend")
+        r.destinationEntity = entity
+        entity.properties = [r]
+        model.entities = [entity]
+        let error = #expect(throws: TestContainerError.self) {
+            _ = try NSPersistentContainer.makeTest(model: model)
+        }
+        #expect(error?.kind == .loadFailed)
+    }
+}
