@@ -16,6 +16,16 @@ let package = Package(
             path: "Examples/Bookshelf"
         ),
         .executableTarget(
+            name: "ItemsImport",
+            dependencies: ["ModelActorKit"],
+            path: "Examples/ItemsImport"
+        ),
+        .executableTarget(
+            name: "StoreBenchmark",
+            dependencies: ["PersistenceKit"],
+            path: "Benchmarks/StoreBenchmark"
+        ),
+        .executableTarget(
             name: "ExecutorBenchmark",
             dependencies: ["ModelActorKit"],
             path: "Benchmarks/ExecutorBenchmark"
