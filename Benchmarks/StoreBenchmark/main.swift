@@ -65,7 +65,8 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
         let container = try makeContainer(url, model, durability)
         let context = container.newBackgroundContext()
         try context.performAndWait {
-            var ids: [NSManagedObjectID] = []
+            var items: [Item] = []
+            items.reserveCapacity(n)
             f.insertSave = try seconds {
                 for i in 0..<n {
                     let item = Item(context: context)
@@ -73,15 +74,16 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
                     item.timestamp = 1e9 + Double(i)
                     item.count = Int64(i % 1000)
                     item.flag = Int64(i & 1)
+                    items.append(item)
                 }
                 try context.save()
             }
-            let inserted = try context.fetch(Item.fetchRequest())
-            ids = inserted.map(\.objectID).sorted { $0.uriRepresentation().absoluteString.count < $1.uriRepresentation().absoluteString.count || ($0.uriRepresentation().absoluteString.count == $1.uriRepresentation().absoluteString.count && $0.uriRepresentation().absoluteString < $1.uriRepresentation().absoluteString) }
+            let ids = items.map(\.objectID)  // permanent after the save, in insertion order
+            items = []
             context.reset()
             let singles = try seconds {
                 for i in 0..<1000 {
-                    let item = context.object(with: ids[(i * 97) % n]) as! Item
+                    guard let item = context.object(with: ids[(i * 97) % n]) as? Item else { continue }
                     item.title = "renamed"
                     try context.save()
                 }
