@@ -75,6 +75,9 @@ extension FileStore {
                 }
             }
         }
-        return table.rows.keys.sorted()
+        s.tables[entity] = nil
+        let keys = table.keysInOrder()
+        s.tables[entity] = table
+        return keys
     }
 }

@@ -238,35 +238,48 @@ extension FileStore {
         _ ref: RowRef, entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String,
         indexedColumns: [Int32: [Int]]
     ) throws(FileStoreError) {
+        guard pk >= 1 else { throw FileStoreError(.corrupt, path: path, offset: ref.offset, "a row has primary key \(pk).") }
         // Tables first seen during replay get their indexes on first use; the caller marks
-        // the ones that stayed empty as ready.
-        var table = s.tables[entity] ?? Table(indexesReady: false)
-        s.tables[entity] = nil  // edit the table in place, without a copy
-        if let old = table.rows[pk] {
-            s.liveBytes -= liveSize(old)
+        // the ones that stayed empty as ready. The table is edited in place (no copy).
+        var delta = liveSize(ref)
+        try modify(&s.tables[entity, default: Table(indexesReady: false)]) { table throws(FileStoreError) in
+            if let old = table.rows.updateValue(ref, forKey: pk) {
+                delta -= liveSize(old)
+                if table.indexesReady, let columns = indexedColumns[entity] {
+                    table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+                }
+            } else if let last = table.orderedKeys?.last, last > pk {
+                table.orderedKeys = nil
+            } else {
+                table.orderedKeys?.append(pk)
+            }
+            if pk >= table.nextKey { table.nextKey = pk + 1 }
             if table.indexesReady, let columns = indexedColumns[entity] {
-                table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+                try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
             }
         }
-        table.rows[pk] = ref
-        table.nextKey = max(table.nextKey, pk + 1)
-        s.liveBytes += liveSize(ref)
-        if table.indexesReady, let columns = indexedColumns[entity] {
-            try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
-        }
-        s.tables[entity] = table
+        s.liveBytes += delta
+    }
+
+    /// Runs `body` on a value in place (for dictionary entries: no copy-out, no re-insert).
+    @inline(__always)
+    static func modify<T>(_ value: inout T, _ body: (inout T) throws(FileStoreError) -> Void) throws(FileStoreError) {
+        try body(&value)
     }
 
     static func removeRow(
         entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String, indexedColumns: [Int32: [Int]]
     ) {
-        guard var table = s.tables[entity], let old = table.rows[pk] else { return }
-        s.tables[entity] = nil
-        s.liveBytes -= liveSize(old)
-        if table.indexesReady, let columns = indexedColumns[entity] {
-            table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+        guard s.tables[entity]?.rows[pk] != nil else { return }
+        var freed = 0
+        try? modify(&s.tables[entity, default: Table()]) { table throws(FileStoreError) in
+            guard let old = table.rows.removeValue(forKey: pk) else { return }
+            freed = liveSize(old)
+            table.orderedKeys = nil
+            if table.indexesReady, let columns = indexedColumns[entity] {
+                table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
+            }
         }
-        table.rows[pk] = nil
-        s.tables[entity] = table
+        s.liveBytes -= freed
     }
 }
