@@ -26,6 +26,14 @@ extension FileStore {
         let lockPath = path + "-lock"
         let crashed = fs.fileExists(lockPath)
         let lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
+        /// Gives up the lock after a failed open. A lock file this open created goes too:
+        /// left behind, it would make the next open treat the file as crashed and "recover"
+        /// (cut) it instead of reporting the same damage. (Regression: a second open of a
+        /// damaged store used to truncate it.)
+        func abandonLock() {
+            if !crashed { try? fs.remove(lockPath) }
+            lockFile.close()
+        }
         let locked: Bool
         do {
             locked = try io(path, "locking the store") { try lockFile.tryLock() }
@@ -63,7 +71,7 @@ extension FileStore {
             }
             return Opened(storeID: storeID, state: state)
         } catch {
-            lockFile.close()
+            abandonLock()
             throw error
         }
     }
@@ -207,6 +215,7 @@ extension FileStore {
             let entity = try r.i32()
             let next = try r.i64()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
+            guard next >= 1, next <= maxPrimaryKey else { throw r.corrupt("next primary key \(next) is out of range") }
             s.tables[entity, default: Table(indexesReady: false)].nextKey = max(s.tables[entity]?.nextKey ?? 1, next)
         }
         let entries = Int(try r.u32())
@@ -216,6 +225,8 @@ extension FileStore {
             let pk = try r.i64()
             let version = try r.i64()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
+            guard pk >= 1, pk < maxPrimaryKey else { throw r.corrupt("primary key \(pk) is out of range") }
+            guard version >= 0, version < Int64.max / 2 else { throw r.corrupt("row version \(version) is out of range") }
             switch FileStoreFormat.Op(rawValue: opByte) {
             case .put:
                 let length = Int(try r.u32())
@@ -230,6 +241,9 @@ extension FileStore {
             }
         }
     }
+
+    /// Primary keys stay far below `Int64.max`, so key arithmetic cannot overflow.
+    static let maxPrimaryKey: Int64 = 1 << 62
 
     /// Bytes a live row takes in a compacted file.
     static func liveSize(_ ref: RowRef) -> Int { 25 + ref.length }
