@@ -27,6 +27,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     }
 
     private let sealLock = Lock<Bool>(false)
+    /// The validation error found when the model was sealed, if any (written once, under
+    /// `sealLock`, before `isSealed` becomes true).
+    private(set) var sealError: ModelError?
     private var entitiesByIndex: [NSEntityDescription] = []
     private var entitiesByClass: [ObjectIdentifier: NSEntityDescription] = [:]
     private var entitiesByNameTable: [String: NSEntityDescription] = [:]
@@ -57,6 +60,9 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     func seal() {
         sealLock.withLock { sealed in
             guard !sealed else { return }
+            // Validation resolves relationship names, so it runs here, under the seal lock:
+            // two coordinators created at once for one model must not both mutate it.
+            do throws(ModelError) { try validate() } catch { sealError = error }
             let sorted = entities.sorted { $0.name < $1.name }
             for (i, e) in sorted.enumerated() {
                 e.managedObjectModel = self

@@ -41,13 +41,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// Creates a coordinator for `model`, which becomes immutable. An invalid model is
     /// reported when a store is added.
     public init(managedObjectModel model: NSManagedObjectModel) {
-        var error: ModelError?
-        if !model.isSealed {
-            do { try model.validate() } catch let e { error = e }
-        }
         model.seal()
         self.managedObjectModel = model
-        self.modelError = error
+        self.modelError = model.sealError
     }
 
     /// Registers a store type so that descriptions and ``addPersistentStore(type:at:options:)``
