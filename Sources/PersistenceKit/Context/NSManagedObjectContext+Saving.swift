@@ -116,9 +116,8 @@ extension NSManagedObjectContext {
     ) -> (StoreTransaction, [NSManagedObject]) {
         let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? newRows[ObjectIdentifier(o)] }
         func encode(_ o: NSManagedObject) -> [StoreValue] {
-            o.entity.properties.indices.map { i in
-                o.entity.properties[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor)
-            }
+            let kinds = o.entity.slotKinds
+            return kinds.indices.map { i in kinds[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor) }
         }
         var t = StoreTransaction()
         var written: [NSManagedObject] = []

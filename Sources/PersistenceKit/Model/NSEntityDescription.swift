@@ -50,6 +50,18 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Property name → storage index; filled when the model is sealed.
     private(set) var indexByName: [String: Int] = [:]
 
+    /// What each slot holds, by index; filled when the model is sealed so that hot paths
+    /// (faulting, saving) need no dynamic casts of property descriptions.
+    enum SlotKind {
+        case attribute, transientAttribute, toOne, toMany
+        var isTransient: Bool { self == .transientAttribute }
+    }
+
+    /// The kind of each slot (sealed models only).
+    private(set) var slotKinds: [SlotKind] = []
+    /// The slots of a new object: default values and empty relationships (sealed models only).
+    private(set) var defaultSlots: ContiguousArray<Slot> = []
+
     /// Caches which `@Attribute`/`@Relationship` storage key path belongs to which property.
     /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
     let storageKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
@@ -142,6 +154,16 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             if let a = p as? NSAttributeDescription { a.resolveDefault() }
         }
         indexByName = byName
+        slotKinds = properties.map { p in
+            if let a = p as? NSAttributeDescription { return a.isTransient ? .transientAttribute : .attribute }
+            return (p as? NSRelationshipDescription)?.isToMany == true ? .toMany : .toOne
+        }
+        defaultSlots = ContiguousArray(
+            properties.map { p -> Slot in
+                if let a = p as? NSAttributeDescription { return .value(a.defaultStoreValue ?? .null) }
+                if let r = p as? NSRelationshipDescription, r.isToMany { return .toMany([]) }
+                return .toOne(nil)
+            })
     }
 
     func checkMutable() {

@@ -66,15 +66,19 @@ extension NSManagedObject {
 
     /// Turns a store row into slots (relationships stay unresolved until read).
     func decode(_ row: StoreRow) -> ContiguousArray<Slot> {
+        let kinds = entity.slotKinds
         var result = ContiguousArray<Slot>()
-        result.reserveCapacity(entity.properties.count)
-        for (i, p) in entity.properties.enumerated() {
+        result.reserveCapacity(kinds.count)
+        for (i, kind) in kinds.enumerated() {
             let v = i < row.values.count ? row.values[i] : .null
-            if let a = p as? NSAttributeDescription {
-                result.append(.value(a.isTransient ? (a.defaultStoreValue ?? .null) : v))
-            } else if let r = p as? NSRelationshipDescription, r.isToMany {
+            switch kind {
+            case .attribute:
+                result.append(.value(v))
+            case .transientAttribute:
+                result.append(entity.defaultSlots[i])
+            case .toMany:
                 if case let .references(ids) = v { result.append(.unresolvedToMany(ids)) } else { result.append(.toMany([])) }
-            } else {
+            case .toOne:
                 if case let .reference(id) = v { result.append(.unresolvedToOne(id)) } else { result.append(.toOne(nil)) }
             }
         }

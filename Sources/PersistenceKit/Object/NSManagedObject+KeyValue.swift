@@ -168,8 +168,7 @@ extension NSManagedObject {
 
     /// Whether persistent property `i` differs from the last saved or fetched value.
     func persistentValueDiffers(at i: Int) -> Bool {
-        let p = entity.properties[i]
-        if p.isTransient { return false }
+        if entity.slotKinds[i].isTransient { return false }
         let committed: StoreValue = snapshot.map { i < $0.values.count ? $0.values[i] : .null } ?? .null
         switch slots[i] {
         case let .value(v): return v != committed

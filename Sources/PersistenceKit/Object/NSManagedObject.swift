@@ -90,9 +90,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         self.init(entity: entity, insertInto: context)
     }
 
-    /// Slots holding each property's default value.
+    /// Slots holding each property's default value: the entity's shared template once the
+    /// model is sealed (copied on first write), built here only for unsealed models.
     static func defaultSlots(for entity: NSEntityDescription) -> ContiguousArray<Slot> {
-        ContiguousArray(
+        if entity.managedObjectModel?.isSealed == true { return entity.defaultSlots }
+        return ContiguousArray(
             entity.properties.map { p -> Slot in
                 if let a = p as? NSAttributeDescription { return .value(a.defaultStoreValue ?? .null) }
                 if let r = p as? NSRelationshipDescription, r.isToMany { return .toMany([]) }

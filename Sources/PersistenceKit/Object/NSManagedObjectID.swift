@@ -40,11 +40,18 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         self.cachedHash = Self.hash(key: .permanent(row), entity: entity)
     }
 
+    /// A cheap multiplicative mix (no SipHash): IDs are not attacker-chosen keys, and this
+    /// runs for every object a fetch or insert creates.
     private static func hash(key: Key, entity: NSEntityDescription) -> Int {
-        var h = Hasher()
-        h.combine(key)
-        h.combine(ObjectIdentifier(entity))
-        return h.finalize()
+        let e = UInt64(UInt(bitPattern: ObjectIdentifier(entity)))
+        let k: UInt64
+        switch key {
+        case let .temporary(n): k = n ^ 0x5555_5555_5555_5555
+        case let .permanent(row): k = UInt64(bitPattern: row.primaryKey) &+ UInt64(UInt32(bitPattern: row.entity)) << 48
+        }
+        var x = (k ^ (e &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
+        x ^= x >> 31
+        return Int(truncatingIfNeeded: x)
     }
 
     /// Whether the ID is temporary (the object has not been saved nor given a permanent ID).
