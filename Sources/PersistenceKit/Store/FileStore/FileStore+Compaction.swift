@@ -33,7 +33,7 @@ extension FileStore {
         w.u32(UInt32(s.tables.values.reduce(0) { $0 + $1.rows.count }))
         for e in entities {
             guard let table = s.tables[e] else { continue }
-            for pk in table.rows.keys.sorted() {
+            for pk in table.rows.keysInOrder() {
                 guard let ref = table.rows[pk] else { continue }
                 w.u8(FileStoreFormat.Op.put.rawValue)
                 w.i32(e)

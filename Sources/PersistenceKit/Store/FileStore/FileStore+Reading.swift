@@ -65,8 +65,11 @@ extension FileStore {
                 defer { s.tables[entity] = table }
                 if !table.indexesReady {
                     let image = s.image
+                    let rows = table.rows
                     try image.withBytes { buf throws(FileStoreError) in
-                        for (pk, ref) in table.rows { try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path) }
+                        try rows.forEachRow { pk, ref throws(FileStoreError) in
+                            try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
+                        }
                     }
                     table.indexesReady = true
                 }
@@ -75,9 +78,6 @@ extension FileStore {
                 }
             }
         }
-        s.tables[entity] = nil
-        let keys = table.keysInOrder()
-        s.tables[entity] = table
-        return keys
+        return table.rows.keysInOrder()
     }
 }

@@ -262,10 +262,6 @@ extension FileStore {
                 if table.indexesReady, let columns = indexedColumns[entity] {
                     table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
                 }
-            } else if let last = table.orderedKeys?.last, last > pk {
-                table.orderedKeys = nil
-            } else {
-                table.orderedKeys?.append(pk)
             }
             if pk >= table.nextKey { table.nextKey = pk + 1 }
             if table.indexesReady, let columns = indexedColumns[entity] {
@@ -289,7 +285,6 @@ extension FileStore {
         try? modify(&s.tables[entity, default: Table()]) { table throws(FileStoreError) in
             guard let old = table.rows.removeValue(forKey: pk) else { return }
             freed = liveSize(old)
-            table.orderedKeys = nil
             if table.indexesReady, let columns = indexedColumns[entity] {
                 table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
             }

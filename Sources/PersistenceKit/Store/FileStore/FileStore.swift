@@ -75,27 +75,16 @@ public final class FileStore: PersistentStore {
     }
 
     struct Table {
-        var rows: [Int64: RowRef] = [:]
+        var rows = RowTable()
         var nextKey: Int64 = 1
         var indexes: [Int: AttributeIndex] = [:]
         /// Indexes of rows replayed at open are built on first use, not while the store
         /// opens: opening stays a single pass over the file (measured: building them at open
         /// tripled reopen time). A table that starts empty keeps its indexes from the start.
         var indexesReady: Bool
-        /// The primary keys in ascending order, kept while keys only grow (the common case:
-        /// keys are allocated in order); `nil` after a delete or an out-of-order insert, and
-        /// rebuilt on the next scan. Saves sorting every key on every scan.
-        var orderedKeys: [Int64]? = []
 
         init(indexesReady: Bool = true) {
             self.indexesReady = indexesReady
-        }
-
-        mutating func keysInOrder() -> [Int64] {
-            if let orderedKeys { return orderedKeys }
-            let keys = rows.keys.sorted()
-            orderedKeys = keys
-            return keys
         }
     }
 
