@@ -94,6 +94,14 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     deinit {
+        // Related objects hold each other strongly (to-one and to-many slots), so a context's
+        // objects form cycles that would outlive it. Empty every object's slots while the
+        // registry still holds them all: nothing is freed mid-loop, so freeing afterwards
+        // cannot recurse down a long chain of objects (a deep chain overflowed the stack).
+        // No other thread can be using these objects: their context is gone, so any access
+        // traps. Objects kept by callers become invalidated.
+        for o in registeredByID.values { o.invalidate() }
+        registeredByID = [:]
         coordinatorBox.withLock { $0 }?.removeMergeObserver(self)
         let streams = didSaveStreams.withLock { s in s }
         for (_, c) in streams { c.finish() }

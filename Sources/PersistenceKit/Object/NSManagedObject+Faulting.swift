@@ -28,7 +28,7 @@ extension NSManagedObject {
         if flags.contains(.invalidated) {
             preconditionFailure(
                 "PersistenceKit: \(operation) on \(objectID) — the object is no longer usable: its deletion was "
-                    + "saved, or its context was reset or rolled back. Rule: after a delete is saved or a context "
+                    + "saved, or its context was reset, rolled back or deallocated. Rule: after a delete is saved or a context "
                     + "is reset, fetch the object again (existingObject(with:) throws if it is gone).")
         }
         if flags.contains(.fault) { fireFault() }
