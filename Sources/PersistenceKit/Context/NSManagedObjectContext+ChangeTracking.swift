@@ -44,6 +44,13 @@ extension NSManagedObjectContext {
                 deletedSet.remove(object)
                 pendingDeletes.removeAll { $0 === object }
                 unprocessed.deleted.remove(object)
+                // Edits made before the deletion still count. (Delete rules that already ran
+                // on related objects are not undone, as documented in Differences.md.)
+                if !object.flags.contains(.inserted),
+                    object.entity.properties.indices.contains(where: { object.persistentValueDiffers(at: $0) })
+                {
+                    objectDidChange(object)
+                }
             }
             return
         }
@@ -128,6 +135,8 @@ extension NSManagedObjectContext {
     private func applyDeleteRules() {
         while !pendingDeletes.isEmpty {
             let object = pendingDeletes.removeFirst()
+            // A deletion merged from elsewhere may have invalidated it meanwhile.
+            guard !object.flags.contains(.invalidated), object.flags.contains(.deleted) else { continue }
             object.prepareForDeletion()
             for case let r as NSRelationshipDescription in object.entity.properties {
                 guard let inverse = r.inverseRelationship else { continue }
@@ -155,7 +164,10 @@ extension NSManagedObjectContext {
                 unprocessed.inserted.remove(object)
                 unprocessed.deleted.remove(object)
                 registeredByID[object.objectID] = nil
-                object.invalidate()
+                // Detached, not invalidated: as in Core Data it keeps its values and can still
+                // be read (observers of the change often do); it just has no context.
+                object.flags = []
+                object.managedObjectContext = nil
             }
         }
     }

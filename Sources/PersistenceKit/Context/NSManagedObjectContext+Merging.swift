@@ -78,6 +78,9 @@ extension NSManagedObjectContext {
             guard let o = registeredByID[id] else { continue }
             let row = id.rowID.flatMap { rows[$0] } ?? rowForFault(o)
             guard let row else { continue }
+            // Saves are broadcast after the commit lock is released, so two merges can
+            // arrive out of order: never move an object back to an older version.
+            if let current = o.snapshot, current.version >= row.version { continue }
             if o.flags.contains(.fault) {
                 o.snapshot = row
             } else {
@@ -91,6 +94,8 @@ extension NSManagedObjectContext {
             insertedSet.remove(o)
             updatedSet.remove(o)
             deletedSet.remove(o)
+            pendingDeletes.removeAll { $0 === o }
+            unprocessed.inserted.remove(o)
             unprocessed.updated.remove(o)
             o.flags.remove(.changeRecorded)
             unprocessed.deleted.remove(o)

@@ -20,7 +20,15 @@ extension NSManagedObjectContext {
             if let row = rowForFault(object) { rebase(object, onto: row) }
             return
         }
-        if object.flags.contains(.deleted) && flag { return }
+        if object.flags.contains(.deleted) {
+            if flag { return }
+            // Discarding pending changes discards a pending deletion as well (its delete rules,
+            // if already applied to other objects, stay applied there).
+            object.flags.remove(.deleted)
+            deletedSet.remove(object)
+            pendingDeletes.removeAll { $0 === object }
+            unprocessed.deleted.remove(object)
+        }
         updatedSet.remove(object)
         unprocessed.updated.remove(object)
         object.flags.subtract([.updated, .changeRecorded])

@@ -135,8 +135,10 @@ extension NSManagedObjectContext {
             written.append(o)
         }
         for o in deleted {
-            guard let id = o.objectID.rowID, let snapshot = o.snapshot else { continue }
-            t.deletes.append((id: id, expectedVersion: snapshot.version))
+            guard let id = o.objectID.rowID else { continue }  // never saved: nothing to delete
+            // The version read last; a fault without one asks the store (gone: nothing to do).
+            guard let version = o.snapshot?.version ?? rowForFault(o)?.version else { continue }
+            t.deletes.append((id: id, expectedVersion: version))
         }
         return (t, written)
     }

@@ -24,8 +24,8 @@ extension FileStore {
             throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
         }
         let lockPath = path + "-lock"
-        let crashed = fs.fileExists(lockPath)
-        let lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
+        var crashed = fs.fileExists(lockPath)
+        var lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
         /// Gives up the lock after a failed open. A lock file this open created goes too:
         /// left behind, it would make the next open treat the file as crashed and "recover"
         /// (cut) it instead of reporting the same damage. (Regression: a second open of a
@@ -34,12 +34,23 @@ extension FileStore {
             if !crashed { try? fs.remove(lockPath) }
             lockFile.close()
         }
-        let locked: Bool
-        do {
-            locked = try io(path, "locking the store") { try lockFile.tryLock() }
-        } catch {
+        var locked = false
+        for attempt in 0..<8 {
+            do {
+                locked = try io(path, "locking the store") { try lockFile.tryLock() }
+            } catch {
+                lockFile.close()
+                throw error
+            }
+            // A process closing the store unlinks the lock file after we opened it: then we
+            // hold a lock on a file no other process can find. Start over with the file the
+            // path names now. (Without this, two processes could both "own" the store.)
+            guard locked, let held = lockFile.identity() else { break }
+            if fs.identity(ofPath: lockPath) == held || attempt == 7 { break }
             lockFile.close()
-            throw error
+            crashed = fs.fileExists(lockPath)
+            lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
+            locked = false
         }
         guard locked else {
             lockFile.close()

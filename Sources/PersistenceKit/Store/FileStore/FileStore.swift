@@ -178,27 +178,25 @@ public final class FileStore: PersistentStore {
         try state.withLock { s throws(FileStoreError) in
             guard !s.closed else { return }
             s.closed = true
+            var cleanlyClosed = false
             defer {
                 s.file?.close()
                 s.file = nil
-                try? options.fileSystem.remove(path + "-lock")
+                // The lock file goes only when the close record is on disk. Left behind, it
+                // makes the next open recover as after a crash, which is right: without the
+                // close record a strict open would report the file as truncated.
+                if cleanlyClosed { try? options.fileSystem.remove(path + "-lock") }
                 s.lockFile?.close()
                 s.lockFile = nil
             }
             guard let file = s.file else { return }
             let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [])
-            do {
+            try Self.io(path, "closing the store (the next open will recover)") {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
                 try file.write(record, at: s.image.count)
                 try file.sync()
-            } catch let e as StoreIOError {
-                // The lock file stays, so the next open recovers as after a crash.
-                s.lockFile?.close()
-                s.lockFile = nil
-                throw FileStoreError.io(e, path: path, "closing the store")
-            } catch {
-                throw FileStoreError(.io, path: path, "closing the store failed: \(error)")
             }
+            cleanlyClosed = true
         }
         Self.openStores.withLock { stores in
             if stores[path]?.store === self || stores[path]?.store == nil { stores[path] = nil }

@@ -33,6 +33,12 @@ public struct PosixFileSystem: StoreFileSystem {
         guard unlink(path) == 0 || errno == ENOENT else { throw StoreIOError(path: path, operation: "unlink", code: errno) }
     }
 
+    public func identity(ofPath path: String) -> FileIdentity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
     public func syncDirectory(_ directory: String) throws {
         let fd = directory.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw StoreIOError(path: directory, operation: "open directory", code: errno) }
@@ -83,6 +89,12 @@ final class PosixFile: StoreFile {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw StoreIOError(path: path, operation: "fstat", code: errno) }
         return Int(st.st_size)
+    }
+
+    func identity() -> FileIdentity? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     func read(at offset: Int, count: Int) throws -> [UInt8] {

@@ -36,6 +36,32 @@ public protocol StoreFile: AnyObject, Sendable {
     func close()
 }
 
+/// Which file an open file or a path is (device and inode), to notice a path that now
+/// names a different file than the one opened.
+public struct FileIdentity: Hashable, Sendable {
+    /// The device number.
+    public var device: UInt64
+    /// The inode number.
+    public var inode: UInt64
+
+    /// Creates an identity.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+extension StoreFileSystem {
+    /// The identity of the file at `path`; `nil` when unknown (file systems that cannot tell
+    /// skip the checks that need it).
+    public func identity(ofPath path: String) -> FileIdentity? { nil }
+}
+
+extension StoreFile {
+    /// The identity of the open file; `nil` when unknown.
+    public func identity() -> FileIdentity? { nil }
+}
+
 /// A failure of a file operation, with the path, the operation and `errno`.
 public struct StoreIOError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The file involved.
