@@ -159,6 +159,67 @@ func runSQLite(n: Int, source: String) -> [String: Figures] {
     return result
 }
 
+// MARK: Large store: open time and resident memory
+
+/// Resident memory of this process in MiB (Linux: VmRSS from /proc/self/status).
+func residentMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return .nan }
+    let kb = Double(line.split(separator: " ").dropFirst().first.map(String.init) ?? "") ?? .nan
+    return kb / 1024
+}
+
+/// `StoreBenchmark open <path> <count>`: run in a fresh process by `million`, so that the
+/// resident memory reflects the opened store only.
+if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "open" {
+    let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+    let before = residentMiB()
+    let start = DispatchTime.now().uptimeNanoseconds
+    let store = try FileStore.open(at: URL(fileURLWithPath: CommandLine.arguments[2]), model: model)
+    let opened = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let count = try store.countRows(entity: 0, filter: nil)
+    print(String(format: "opened %d objects (%.0f MB file) in %.0f ms; resident memory %.0f MiB after open (%.0f MiB before)",
+        count, Double(store.fileSize) / 1e6, opened * 1000, residentMiB(), before))
+    exit(0)
+}
+
+/// `StoreBenchmark million [N]`: builds an N-object store (default 1,000,000) through the
+/// object API, then measures opening it in a fresh process.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "million" {
+    let total = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 1_000_000 : 1_000_000
+    let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-million-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let url = dir.appendingPathComponent("million.store")
+    let build = try seconds {
+        let container = try makeContainer(url, model, .normal)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for start in stride(from: 0, to: total, by: 100_000) {
+                for i in start..<min(start + 100_000, total) {
+                    let item = Item(context: context)
+                    item.title = "Item number \(i)"
+                    item.timestamp = 1e9 + Double(i)
+                    item.count = Int64(i % 1000)
+                    item.flag = Int64(i & 1)
+                }
+                try context.save()
+                context.reset()
+            }
+        }
+        for store in container.persistentStoreCoordinator.persistentStores { try (store as? FileStore)?.close() }
+    }
+    // Unbuffered, so this line comes out before the child's.
+    FileHandle.standardOutput.write(Data(String(format: "built a %d-object store through the object API in %.1f s\n", total, build).utf8))
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    p.arguments = ["open", url.path]
+    try p.run()
+    p.waitUntilExit()
+    exit(p.terminationStatus)
+}
+
 let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
 let source = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "../shared/baselines/sqlite/sqlite_baseline.c"
 let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
