@@ -22,7 +22,18 @@ final class Lock<Value>: @unchecked Sendable {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
+        #if os(Linux)
+        // Adaptive: spin briefly before sleeping. The context queue's lock is taken by the
+        // enqueuing and the draining thread within the same microsecond; a plain mutex sent
+        // one of them into the kernel each time (measured: actor hops took ~2x longer).
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        #else
         pthread_mutex_init(mutex, nil)
+        #endif
     }
 
     deinit {
