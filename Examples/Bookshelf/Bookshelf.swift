@@ -23,10 +23,13 @@ func runBookshelf() async throws {
         print("   \(entity.name): \(attributes.joined(separator: ", ")); \(relationships.joined(separator: ", "))")
     }
 
-    // 2. A container with an in-memory store, so every run starts empty (without the
-    //    description line the container would use its default file store).
+    // 2. A container with a file store in a folder of its own, emptied first so every run
+    //    starts from nothing.
+    let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("Bookshelf", isDirectory: true)
+    let storeURL = folder.appendingPathComponent("Bookshelf.store")
+    for suffix in ["", "-lock"] { try? FileManager.default.removeItem(atPath: storeURL.path + suffix) }
     let container = NSPersistentContainer(name: "Bookshelf", managedObjectModel: model)
-    container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
     try await container.loadPersistentStores()
     let viewContext = container.viewContext
     viewContext.automaticallyMergesChangesFromParent = true
@@ -144,6 +147,19 @@ func runBookshelf() async throws {
     let count = try viewContext.count(for: Book.fetchRequest())
     step(9, "The view context now lists \(remaining.count) books (count(for:) says \(count)):")
     for book in remaining { print("   \(BookSummary(book))") }
+
+    // 10. Close the store and open the file again in a new container: the saves are on disk.
+    for store in container.persistentStoreCoordinator.persistentStores { try (store as? FileStore)?.close() }
+    let reopened = NSPersistentContainer(name: "Bookshelf", managedObjectModel: model)
+    reopened.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
+    try await reopened.loadPersistentStores()
+    let reader = reopened.newBackgroundContext()
+    let titles = try await reader.perform {
+        let request = Book.fetchRequest()
+        request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.title, ascending: true)]
+        return try reader.fetch(request).map(\.title)
+    }
+    step(10, "Reopened \(storeURL.path): \(titles.count) books on disk — \(titles.joined(separator: ", ")).")
     print("\nDone.")
 }
 
