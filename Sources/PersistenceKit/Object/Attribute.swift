@@ -23,12 +23,12 @@ public enum AttributeOption: Sendable, Hashable {
 /// writing go through the object (faulting, change tracking, queue checks).
 @propertyWrapper
 public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
-    let defaultValue: Value
+    @usableFromInline let defaultValue: Value
     /// Bit 0: indexed, bit 1: transient. A bit set, not a `Set`: wrappers are created for
     /// every object, and a `Set` would allocate each time.
     let optionBits: UInt8
-    var slot: Int = -1
-    var isProbe: Bool = false
+    @usableFromInline var slot: Int = -1
+    @usableFromInline var isProbe: Bool = false
 
     /// Declares an attribute whose default value is `wrappedValue`.
     public init(wrappedValue: Value, _ options: AttributeOption...) {
@@ -57,6 +57,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     }
 
     /// Reads and writes the attribute through the enclosing object.
+    @inlinable
     public static subscript<Object: NSManagedObject>(
         _enclosingInstance object: Object,
         wrapped _: ReferenceWritableKeyPath<Object, Value>,
@@ -83,6 +84,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         }
     }
 
+    @usableFromInline
     func makeDescription(name: String) -> NSPropertyDescription {
         let a = NSAttributeDescription(name: name, type: Value.attributeType)
         a.isOptional = Value.isOptionalAttributeValue

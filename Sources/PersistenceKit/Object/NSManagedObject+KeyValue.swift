@@ -59,6 +59,7 @@ extension NSManagedObject {
     }
 
     /// Writes an attribute value (already of the right type) and marks the object changed.
+    @usableFromInline
     func setAttribute(_ value: StoreValue, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
         slots[i] = .value(value)
@@ -66,6 +67,7 @@ extension NSManagedObject {
     }
 
     /// The attribute value at slot `i` (after `prepareForAccess`).
+    @usableFromInline
     func attributeValue(at i: Int) -> StoreValue {
         prepareForAccess("reading '\(entity.properties[i].name)'")
         if flags.contains(.probe) { probedSlot = i }

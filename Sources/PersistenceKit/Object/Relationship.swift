@@ -22,8 +22,8 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     let minCount: Int
     let maxCount: Int
     let isOptional: Bool
-    var slot: Int = -1
-    var isProbe: Bool = false
+    @usableFromInline var slot: Int = -1
+    @usableFromInline var isProbe: Bool = false
 
     /// Declares a relationship.
     ///
@@ -60,6 +60,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     }
 
     /// Reads and writes the relationship through the enclosing object.
+    @inlinable
     public static subscript<Object: NSManagedObject>(
         _enclosingInstance object: Object,
         wrapped _: ReferenceWritableKeyPath<Object, Value>,
@@ -90,6 +91,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
         return RelationshipSet(owner: object, index: i)
     }
 
+    @usableFromInline
     func makeDescription(name: String) -> NSPropertyDescription {
         let r = NSRelationshipDescription(name: name)
         r.destinationEntityName = String(describing: Value.Destination.self)
