@@ -40,7 +40,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     let didSaveStreams = Lock<[UUID: AsyncStream<NSManagedObjectContext.ObjectIDChanges>.Continuation]>([:])
 
     // Queue-confined state.
-    var registeredByID: [NSManagedObjectID: NSManagedObject] = [:]
+    var registeredByID = ObjectRegistry()
     var insertedSet: Set<NSManagedObject> = []
     var updatedSet: Set<NSManagedObject> = []
     var deletedSet: Set<NSManagedObject> = []

@@ -19,7 +19,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// The identifier of the store holding the object (`nil` for temporary IDs).
     public let persistentStoreIdentifier: String?
     /// Computed once: IDs are dictionary keys on every hot path (uniquing, change sets).
-    private let cachedHash: Int
+    let hashCode: Int
 
     private static let temporaryCounter = Atomic<UInt64>(1)
     /// Distinguishes this process's temporary IDs in URIs.
@@ -30,14 +30,14 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         let n = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
         self.key = .temporary(n)
         self.persistentStoreIdentifier = nil
-        self.cachedHash = Self.hash(key: .temporary(n), entity: entity)
+        self.hashCode = Self.hash(key: .temporary(n), entity: entity)
     }
 
     init(entity: NSEntityDescription, row: StoreRowID, store: String) {
         self.entity = entity
         self.key = .permanent(row)
         self.persistentStoreIdentifier = store
-        self.cachedHash = Self.hash(key: .permanent(row), entity: entity)
+        self.hashCode = Self.hash(key: .permanent(row), entity: entity)
     }
 
     /// A cheap multiplicative mix (no SipHash): IDs are not attacker-chosen keys, and this
@@ -85,12 +85,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
 
     public static func == (lhs: NSManagedObjectID, rhs: NSManagedObjectID) -> Bool {
         lhs === rhs
-            || (lhs.cachedHash == rhs.cachedHash && lhs.key == rhs.key && lhs.entity === rhs.entity
+            || (lhs.hashCode == rhs.hashCode && lhs.key == rhs.key && lhs.entity === rhs.entity
                 && lhs.persistentStoreIdentifier == rhs.persistentStoreIdentifier)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(cachedHash)
+        hasher.combine(hashCode)
     }
 
     public var description: String {
