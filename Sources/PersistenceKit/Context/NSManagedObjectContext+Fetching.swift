@@ -82,6 +82,7 @@ extension NSManagedObjectContext {
         let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
         var matches: [NSManagedObject] = []
         var unfiltered: [NSManagedObject] = []
+        registeredByID.reserveCapacity(registeredByID.count + rows.count)
         for row in rows {
             let o = register(row, entity: entity, store: store)
             if pending && o.flags.contains(.deleted) { continue }

@@ -76,9 +76,16 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
         }
     }
 
-    private mutating func grow() {
+    /// Makes room for `n` objects in total without further growth.
+    mutating func reserveCapacity(_ n: Int) {
+        if n * 2 > buckets.count { grow(to: n * 2) }
+    }
+
+    private mutating func grow(to minimum: Int = 0) {
         let old = buckets
-        buckets = ContiguousArray(repeating: nil, count: old.count * 2)
+        var size = old.count * 2
+        while size < minimum { size *= 2 }
+        buckets = ContiguousArray(repeating: nil, count: size)
         for case let o? in old {
             var i = o.objectID.hashCode & mask
             while buckets[i] != nil { i = (i + 1) & mask }
