@@ -2,31 +2,6 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-private struct ShelfIDs: Sendable {
-    let shelf: NSManagedObjectID
-    let a: NSManagedObjectID
-    let b: NSManagedObjectID
-}
-
-/// A shelf "Shelf" with books "A" (100 pages) and "B" (200 pages).
-private func seedShelf(_ container: NSPersistentContainer) async throws -> ShelfIDs {
-    let ctx = container.newBackgroundContext()
-    return try await ctx.perform {
-        let shelf = Shelf(context: ctx)
-        shelf.name = "Shelf"
-        let a = Book(context: ctx)
-        a.title = "A"
-        a.pages = 100
-        a.shelf = shelf
-        let b = Book(context: ctx)
-        b.title = "B"
-        b.pages = 200
-        b.shelf = shelf
-        try ctx.save()
-        return ShelfIDs(shelf: shelf.objectID, a: a.objectID, b: b.objectID)
-    }
-}
-
 /// The store's view: sorted "title:pages" of every book, and the shelf's book titles.
 private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObjectID) async throws -> ([String], [String]) {
     let ctx = container.newBackgroundContext()
@@ -42,7 +17,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 @Suite struct SavingTests {
     @Test func saveWritesInsertsUpdatesAndDeletesAtomically() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -74,7 +49,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 
     @Test func saveWithoutChangesIsANoOp() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -88,7 +63,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 
     @Test func failedSaveLeavesStoreAndPendingChangesUntouched() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -143,7 +118,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 
     @Test func relationshipChangesAreSavedOnBothSides() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         let otherShelfID: NSManagedObjectID = try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -171,7 +146,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 
     @Test func changingAValueBackStillSavesCleanly() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -188,7 +163,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 
     @Test func secondContextSeesSavedChangesAfterRefetch() async throws {
         let container = try Fixtures.container()
-        let ids = try await seedShelf(container)
+        let ids = try await Fixtures.seedShelf(container)
         let writer = container.newBackgroundContext()
         let reader = container.newBackgroundContext()
         try await writer.perform {

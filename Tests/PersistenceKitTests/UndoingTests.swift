@@ -2,31 +2,6 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-private struct UTIDs: Sendable {
-    let shelf: NSManagedObjectID
-    let a: NSManagedObjectID
-    let b: NSManagedObjectID
-}
-
-/// A shelf "Shelf" with books "A" (100 pages) and "B" (200 pages).
-private func seed(_ container: NSPersistentContainer) async throws -> UTIDs {
-    let ctx = container.newBackgroundContext()
-    return try await ctx.perform {
-        let shelf = Shelf(context: ctx)
-        shelf.name = "Shelf"
-        let a = Book(context: ctx)
-        a.title = "A"
-        a.pages = 100
-        a.shelf = shelf
-        let b = Book(context: ctx)
-        b.title = "B"
-        b.pages = 200
-        b.shelf = shelf
-        try ctx.save()
-        return UTIDs(shelf: shelf.objectID, a: a.objectID, b: b.objectID)
-    }
-}
-
 /// Changes book `id` in a separate context and saves.
 private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObjectID, title: String? = nil, pages: Int64? = nil)
     async throws
@@ -45,7 +20,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func rollbackDiscardsInsertsUpdatesAndDeletes() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -89,7 +64,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func rollbackRestoresCascadedDeletes() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let shelf = try #require(try ctx.existingObject(with: ids.shelf) as? Shelf)
@@ -109,7 +84,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func resetForgetsEveryObject() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -139,7 +114,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func refreshWithoutMergeDiscardsChangesAndLoadsStoreValues() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -162,7 +137,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func refreshWithMergeKeepsChangesOnTopOfStoreValues() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -190,7 +165,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func refreshWithMergeTurnsUnchangedObjectIntoFault() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)
@@ -222,7 +197,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
 
     @Test func refreshAllObjectsKeepsChangesAndFaultsTheRest() async throws {
         let container = try Fixtures.container()
-        let ids = try await seed(container)
+        let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
             let a = try #require(try ctx.existingObject(with: ids.a) as? Book)

@@ -45,6 +45,34 @@ enum Fixtures {
     }
 }
 
+/// The IDs of the shelf `Fixtures.seedShelf` saves.
+struct SeededShelf: Sendable {
+    let shelf: NSManagedObjectID
+    let a: NSManagedObjectID
+    let b: NSManagedObjectID
+}
+
+extension Fixtures {
+    /// Saves a shelf "Shelf" with books "A" (100 pages) and "B" (200 pages).
+    static func seedShelf(_ container: NSPersistentContainer) async throws -> SeededShelf {
+        let ctx = container.newBackgroundContext()
+        return try await ctx.perform {
+            let shelf = Shelf(context: ctx)
+            shelf.name = "Shelf"
+            let a = Book(context: ctx)
+            a.title = "A"
+            a.pages = 100
+            a.shelf = shelf
+            let b = Book(context: ctx)
+            b.title = "B"
+            b.pages = 200
+            b.shelf = shelf
+            try ctx.save()
+            return SeededShelf(shelf: shelf.objectID, a: a.objectID, b: b.objectID)
+        }
+    }
+}
+
 /// Carries an error out of a synchronous completion handler.
 final class ErrorBox: @unchecked Sendable {
     // @unchecked Sendable: only used with synchronous completion handlers on one thread.
