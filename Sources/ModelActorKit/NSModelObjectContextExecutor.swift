@@ -25,6 +25,8 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
         context.enqueueExecutorJob(UnownedJob(job), executor: asUnownedSerialExecutor())
     }
 
+    /// This executor, with complex equality: two executors of one context are the same
+    /// execution context.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(complexEquality: self)
     }

@@ -20,6 +20,7 @@ public struct TestContainerError: Error, CustomStringConvertible, Sendable {
     /// The underlying error, described.
     public let reason: String
 
+    /// A readable summary for logs and messages.
     public var description: String {
         switch kind {
         case .cannotCreateFolder:

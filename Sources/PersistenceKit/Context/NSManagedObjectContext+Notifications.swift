@@ -53,18 +53,31 @@ extension NSManagedObjectContext {
 
     /// The user-info keys of context notifications, as Core Data's `NotificationKey`.
     public struct NotificationKey: RawRepresentable, Hashable, Sendable {
+        /// The key string in the notification's user info.
         public let rawValue: String
+        /// Creates a key from its string.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// Inserted objects (`Set<NSManagedObject>`).
         public static let insertedObjects = NotificationKey(rawValue: NSInsertedObjectsKey)
+        /// Updated objects.
         public static let updatedObjects = NotificationKey(rawValue: NSUpdatedObjectsKey)
+        /// Deleted objects.
         public static let deletedObjects = NotificationKey(rawValue: NSDeletedObjectsKey)
+        /// Refreshed objects (including updates merged from other contexts).
         public static let refreshedObjects = NotificationKey(rawValue: NSRefreshedObjectsKey)
+        /// Objects removed from the context.
         public static let invalidatedObjects = NotificationKey(rawValue: NSInvalidatedObjectsKey)
+        /// Present when a reset removed every object.
         public static let invalidatedAllObjects = NotificationKey(rawValue: NSInvalidatedAllObjectsKey)
+        /// Inserted object IDs (`Set<NSManagedObjectID>`).
         public static let insertedObjectIDs = NotificationKey(rawValue: NSInsertedObjectIDsKey)
+        /// Updated object IDs.
         public static let updatedObjectIDs = NotificationKey(rawValue: NSUpdatedObjectIDsKey)
+        /// Deleted object IDs.
         public static let deletedObjectIDs = NotificationKey(rawValue: NSDeletedObjectIDsKey)
+        /// Refreshed object IDs.
         public static let refreshedObjectIDs = NotificationKey(rawValue: NSRefreshedObjectIDsKey)
+        /// Invalidated object IDs.
         public static let invalidatedObjectIDs = NotificationKey(rawValue: NSInvalidatedObjectIDsKey)
     }
 

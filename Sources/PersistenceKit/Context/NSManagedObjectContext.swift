@@ -133,6 +133,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         name ?? "\(concurrencyType == .mainQueueConcurrencyType ? "main" : "private") context \(ObjectIdentifier(self))"
     }
 
+    /// A readable summary for logs and messages.
     public var description: String { "<NSManagedObjectContext \(debugName)>" }
 
     /// How a save resolves conflicts with changes saved elsewhere since this context read

@@ -41,6 +41,7 @@ public final class NSMergePolicy: Sendable, Equatable, CustomStringConvertible {
 
     public static func == (lhs: NSMergePolicy, rhs: NSMergePolicy) -> Bool { lhs.mergeType == rhs.mergeType }
 
+    /// A readable summary for logs and messages.
     public var description: String { "NSMergePolicy(\(mergeType))" }
 }
 
@@ -64,6 +65,7 @@ public struct NSMergeConflict: Sendable, CustomStringConvertible {
     /// The version now in the store (0 when the object was deleted there).
     public let newVersionNumber: Int
 
+    /// A readable summary for logs and messages.
     public var description: String {
         newVersionNumber == 0
             ? "\(objectID) was deleted in the store after version \(oldVersionNumber) was read"

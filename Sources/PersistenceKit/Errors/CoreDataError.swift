@@ -80,6 +80,7 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         }
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         var s = "CoreDataError \(code.rawValue) (\(code))"
         if let objectID { s += " on \(objectID)" }

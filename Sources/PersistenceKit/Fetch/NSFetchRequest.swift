@@ -113,6 +113,7 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
         filter = predicate.map { FetchFilter($0) }
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         "NSFetchRequest(entity: \(entity?.name ?? entityName ?? "?"), limit: \(fetchLimit), offset: \(fetchOffset))"
     }

@@ -18,12 +18,16 @@ public protocol AttributeValue {
 }
 
 extension AttributeValue {
+    /// See ``AttributeValue``.
     public static var isOptionalAttributeValue: Bool { false }
 }
 
 extension Optional: AttributeValue where Wrapped: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { Wrapped.attributeType }
+    /// See ``AttributeValue``.
     public static var isOptionalAttributeValue: Bool { true }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         if case .null = storeValue {
             self = .none
@@ -32,6 +36,7 @@ extension Optional: AttributeValue where Wrapped: AttributeValue {
         guard let wrapped = Wrapped(storeValue: storeValue) else { return nil }
         self = .some(wrapped)
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue {
         switch self {
         case let .some(v): v.storeValue
@@ -41,118 +46,157 @@ extension Optional: AttributeValue where Wrapped: AttributeValue {
 }
 
 extension Int16: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .integer16AttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .integer(v) = storeValue, let x = Int16(exactly: v) else { return nil }
         self = x
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .integer(Int64(self)) }
 }
 
 extension Int32: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .integer32AttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .integer(v) = storeValue, let x = Int32(exactly: v) else { return nil }
         self = x
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .integer(Int64(self)) }
 }
 
 extension Int64: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .integer64AttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .integer(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .integer(self) }
 }
 
 extension Int: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .integer64AttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .integer(v) = storeValue, let x = Int(exactly: v) else { return nil }
         self = x
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .integer(Int64(self)) }
 }
 
 extension Double: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .doubleAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .double(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .double(self) }
 }
 
 extension Float: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .floatAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .float(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .float(self) }
 }
 
 extension Bool: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .booleanAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .bool(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .bool(self) }
 }
 
 extension String: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .stringAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .string(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .string(self) }
 }
 
 extension Date: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .dateAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .date(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .date(self) }
 }
 
 extension Data: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .binaryDataAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .data(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .data(self) }
 }
 
 extension UUID: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .UUIDAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .uuid(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .uuid(self) }
 }
 
 extension URL: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .URIAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .uri(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .uri(self) }
 }
 
 extension Decimal: AttributeValue {
+    /// See ``AttributeValue``.
     public static var attributeType: NSAttributeType { .decimalAttributeType }
+    /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         guard case let .decimal(v) = storeValue else { return nil }
         self = v
     }
+    /// See ``AttributeValue``.
     public var storeValue: StoreValue { .decimal(self) }
 }

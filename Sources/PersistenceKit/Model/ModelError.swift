@@ -45,6 +45,7 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         self.message = message
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         let place = property.map { "\(entity).\($0)" } ?? entity
         return "Invalid model at \(place): \(message)"

@@ -31,6 +31,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         switch self {
         case .undefinedAttributeType: "Undefined"

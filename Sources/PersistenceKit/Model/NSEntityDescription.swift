@@ -175,8 +175,10 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     }
 
     public static func == (lhs: NSEntityDescription, rhs: NSEntityDescription) -> Bool { lhs === rhs }
+    /// Hashes by identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
+    /// A readable summary for logs and messages.
     public var description: String { "NSEntityDescription(\(name))" }
 
     /// The canonical form of the entity used by model equality and the version hash:

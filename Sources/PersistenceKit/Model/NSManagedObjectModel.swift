@@ -123,5 +123,6 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         lhs.canonicalDescription == rhs.canonicalDescription
     }
 
+    /// A readable summary for logs and messages.
     public var description: String { "NSManagedObjectModel(\(entities.map(\.name).sorted()))" }
 }

@@ -50,5 +50,6 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     /// A one-line summary used by the model's canonical form and version hash.
     var canonicalDescription: String { "\(name)" }
 
+    /// A readable summary for logs and messages.
     public var description: String { canonicalDescription }
 }

@@ -12,6 +12,7 @@ public enum NSDeleteRule: UInt, Sendable, Hashable, CustomStringConvertible {
     /// Refuse the deletion (the save fails validation) while any related object remains.
     case denyDeleteRule = 3
 
+    /// A readable summary for logs and messages.
     public var description: String {
         switch self {
         case .noActionDeleteRule: "no action"

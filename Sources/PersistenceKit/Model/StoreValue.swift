@@ -17,10 +17,12 @@ public struct StoreRowID: Hashable, Sendable, Comparable, CustomStringConvertibl
         self.primaryKey = primaryKey
     }
 
+    /// Orders rows by entity index, then primary key.
     public static func < (lhs: StoreRowID, rhs: StoreRowID) -> Bool {
         (lhs.entity, lhs.primaryKey) < (rhs.entity, rhs.primaryKey)
     }
 
+    /// A readable summary for logs and messages.
     public var description: String { "row(\(entity):\(primaryKey))" }
 }
 

@@ -175,8 +175,10 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // MARK: Identity
 
     public static func == (lhs: NSManagedObject, rhs: NSManagedObject) -> Bool { lhs === rhs }
+    /// Hashes by identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
+    /// A readable summary for logs and messages.
     open var description: String {
         var state: [String] = []
         if flags.contains(.fault) { state.append("fault") }

@@ -89,10 +89,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
                 && lhs.persistentStoreIdentifier == rhs.persistentStoreIdentifier)
     }
 
+    /// Hashes the ID (entity and key).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(hashCode)
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         "<\(entity.name) \(uriRepresentation().absoluteString)>"
     }

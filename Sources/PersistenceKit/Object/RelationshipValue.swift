@@ -14,24 +14,32 @@ public protocol RelationshipValue {
 }
 
 extension Optional: RelationshipValue where Wrapped: NSManagedObject {
+    /// See ``RelationshipValue``.
     public typealias Destination = Wrapped
+    /// See ``RelationshipValue``.
     public static var isToMany: Bool { false }
+    /// See ``RelationshipValue``.
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
         return object.resolvedToOne(at: slot).map { downcast($0, to: Wrapped.self, in: object, slot: slot) }
     }
+    /// See ``RelationshipValue``.
     public func write(to object: NSManagedObject, slot: Int) {
         object.setToOne(self, at: slot)
     }
 }
 
 extension Set: RelationshipValue where Element: NSManagedObject {
+    /// See ``RelationshipValue``.
     public typealias Destination = Element
+    /// See ``RelationshipValue``.
     public static var isToMany: Bool { true }
+    /// See ``RelationshipValue``.
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
         return Set(object.resolvedToMany(at: slot).lazy.map { downcast($0, to: Element.self, in: object, slot: slot) })
     }
+    /// See ``RelationshipValue``.
     public func write(to object: NSManagedObject, slot: Int) {
         object.replaceToMany(with: Set<NSManagedObject>(self.lazy.map { $0 }), at: slot)
     }

@@ -13,9 +13,13 @@ public final class InMemoryStore: PersistentStore {
         var nextKey: [Int32: Int64] = [:]
     }
 
+    /// See ``PersistentStore``.
     public let identifier: String
+    /// See ``PersistentStore``.
     public var type: String { NSInMemoryStoreType }
+    /// See ``PersistentStore``.
     public let url: URL?
+    /// See ``PersistentStore``.
     public let metadata: [String: String]
     private let state = Lock(State())
 
@@ -30,6 +34,7 @@ public final class InMemoryStore: PersistentStore {
         ]
     }
 
+    /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
         state.withLock { s in
             let first = s.nextKey[entity, default: 1]
@@ -38,6 +43,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         state.withLock { s in
             var conflicts: [StoreConflict] = []
@@ -75,11 +81,13 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         let rows = state.withLock { s in Array((s.tables[entity] ?? [:]).values) }
         return rows.filter { filter?.matches($0) ?? true }.sorted { $0.id.primaryKey < $1.id.primaryKey }
     }
 
+    /// See ``PersistentStore``.
     public func countRows(entity: Int32, filter: StoreFilter?) throws -> Int {
         state.withLock { s in
             guard let table = s.tables[entity] else { return 0 }
@@ -88,6 +96,7 @@ public final class InMemoryStore: PersistentStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
         state.withLock { $0.tables[id.entity]?[id.primaryKey] }
     }

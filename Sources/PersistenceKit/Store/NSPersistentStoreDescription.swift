@@ -58,6 +58,7 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         state.withLock { $0.options[key] = value }
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         "NSPersistentStoreDescription(type: \(type), url: \(url?.path ?? "nil"))"
     }

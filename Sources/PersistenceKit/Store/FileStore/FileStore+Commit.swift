@@ -5,6 +5,7 @@ import Foundation
 // durability), and only then applies it to the in-memory tables. Any failure before that
 // point leaves both the file and the tables as they were.
 extension FileStore {
+    /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
         try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
             try checkOpen(s)
@@ -18,6 +19,7 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
             try checkOpen(s)

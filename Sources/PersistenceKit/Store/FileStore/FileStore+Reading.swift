@@ -10,6 +10,7 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
         try state.withLock { s throws(FileStoreError) -> StoreRow? in
             try checkOpen(s)
@@ -18,6 +19,7 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
             try checkOpen(s)
@@ -45,6 +47,7 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``.
     public func countRows(entity: Int32, filter: StoreFilter?) throws -> Int {
         guard let filter else {
             return try state.withLock { s throws(FileStoreError) -> Int in

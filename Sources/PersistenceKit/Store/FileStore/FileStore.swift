@@ -55,9 +55,13 @@ public final class FileStore: PersistentStore {
     /// The store-description option key for durability (`"full"` or `"normal"`).
     public static let durabilityOptionKey = "PersistenceKit.durability"
 
+    /// See ``PersistentStore``.
     public let identifier: String
+    /// See ``PersistentStore``.
     public var type: String { NSFileStoreType }
+    /// See ``PersistentStore``.
     public let url: URL?
+    /// See ``PersistentStore``.
     public let metadata: [String: String]
     /// The store file's path.
     public let path: String

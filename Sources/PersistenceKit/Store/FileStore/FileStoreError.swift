@@ -49,6 +49,7 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
             underlying: error)
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         var s = "File store \(path)"
         if let offset { s += " at byte \(offset)" }

@@ -14,6 +14,7 @@ public struct PosixFileSystem: StoreFileSystem {
     /// Creates the POSIX file system.
     public init() {}
 
+    /// See ``StoreFileSystem``.
     public func open(_ path: String, create: Bool) throws -> any StoreFile {
         let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0)
         let fd = path.withCString { Glibc_open($0, flags, 0o644) }
@@ -21,24 +22,29 @@ public struct PosixFileSystem: StoreFileSystem {
         return PosixFile(fd: fd, path: path)
     }
 
+    /// See ``StoreFileSystem``.
     public func fileExists(_ path: String) -> Bool {
         access(path, F_OK) == 0
     }
 
+    /// See ``StoreFileSystem``.
     public func rename(_ from: String, to: String) throws {
         guard sysRename(from, to) == 0 else { throw StoreIOError(path: to, operation: "rename", code: errno) }
     }
 
+    /// See ``StoreFileSystem``.
     public func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw StoreIOError(path: path, operation: "unlink", code: errno) }
     }
 
+    /// See ``StoreFileSystem``.
     public func identity(ofPath path: String) -> FileIdentity? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
+    /// See ``StoreFileSystem``.
     public func syncDirectory(_ directory: String) throws {
         let fd = directory.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC, 0) }
         guard fd >= 0 else { throw StoreIOError(path: directory, operation: "open directory", code: errno) }

@@ -78,6 +78,7 @@ public struct StoreIOError: Error, CustomStringConvertible, Sendable, Equatable 
         self.code = code
     }
 
+    /// A readable summary for logs and messages.
     public var description: String {
         let reason = code == 0 ? "short write" : String(cString: strerror(code))
         return "\(operation) failed for \(path): \(reason) (errno \(code))"
