@@ -30,8 +30,9 @@ let package = Package(
             dependencies: ["ModelActorKit"],
             path: "Benchmarks/ExecutorBenchmark"
         ),
-        .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit"]),
-        .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"]),
+        .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,13 +1,14 @@
 import Foundation
 import ModelActorKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// Records whether two pieces of work ever overlapped.
 final class OverlapProbe: Sendable {
     private let inside = Atomic<Int>(0)
     private let overlaps = Atomic<Int>(0)
-    private let order = Mutex<[Int]>([])
+    private let order = TestMutex<[Int]>([])
 
     func enter(_ tag: Int) {
         if inside.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue != 1 {
@@ -24,7 +25,7 @@ final class OverlapProbe: Sendable {
 
 /// An append-only log shared between threads.
 final class OrderLog: Sendable {
-    private let storage = Mutex<[Int]>([])
+    private let storage = TestMutex<[Int]>([])
     func append(_ value: Int) { storage.withLock { $0.append(value) } }
     var values: [Int] { storage.withLock { $0 } }
 }

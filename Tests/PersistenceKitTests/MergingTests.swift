@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -57,7 +58,7 @@ private struct MergeWatch {
 /// Counts a context's did-merge notifications.
 private struct MergeCounter {
     private final class Count: Sendable {
-        let value = Mutex(0)
+        let value = TestMutex(0)
     }
     private let count = Count()
     private let token: any NSObjectProtocol
@@ -299,7 +300,7 @@ private func read(_ id: NSManagedObjectID, in context: NSManagedObjectContext) t
         b.performAndWait { b.automaticallyMergesChangesFromParent = true }
         var merges = MergeWatch(b)
         defer { merges.stop() }
-        let titlesSeen = Mutex<[String]>([])
+        let titlesSeen = TestMutex<[String]>([])
         let token = NotificationCenter.default.addObserver(
             forName: NSManagedObjectContext.didMergeChangesObjectIDsNotification, object: b, queue: nil
         ) { note in

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -25,7 +26,7 @@ private struct SeenNote: Sendable {
 }
 
 private final class NoteLog: Sendable {
-    private let notes = Mutex<[SeenNote]>([])
+    private let notes = TestMutex<[SeenNote]>([])
     func append(_ n: SeenNote) { notes.withLock { $0.append(n) } }
     var all: [SeenNote] { notes.withLock { $0 } }
     func named(_ name: Notification.Name) -> [SeenNote] { all.filter { $0.name == name } }
@@ -155,8 +156,8 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         let tokens = observe(allContextNotifications, of: context, into: log)
         defer { stopObserving(tokens) }
 
-        let insertedIDs = Mutex<Set<NSManagedObjectID>>([])
-        let seenInsideBlock = Mutex<Int>(-1)
+        let insertedIDs = TestMutex<Set<NSManagedObjectID>>([])
+        let seenInsideBlock = TestMutex<Int>(-1)
         enqueue(context) {
             for i in 0..<2 {
                 let b = Book(context: context)
@@ -312,7 +313,7 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
     @Test func didSaveObserverMayUseTheSavedObjectsOnTheQueue() async throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()
-        let titles = Mutex<[String]>([])
+        let titles = TestMutex<[String]>([])
         let token = NotificationCenter.default.addObserver(
             forName: .NSManagedObjectContextDidSave, object: context, queue: nil
         ) { note in

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -10,7 +11,7 @@ import Testing
 
 /// A thread-safe append-only log of values.
 private final class QueueLog<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = TestMutex<[Element]>([])
     func append(_ e: Element) { items.withLock { $0.append(e) } }
     var values: [Element] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }

@@ -1,5 +1,6 @@
 import Foundation
 import ModelActorKit
+import TestSupport
 import Synchronization
 
 final class Item: NSManagedObject {
@@ -13,7 +14,7 @@ enum ActorFixtures {
         let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let failure = Mutex<String?>(nil)
+        let failure = TestMutex<String?>(nil)
         container.loadPersistentStores { _, error in failure.withLock { $0 = error.map { "\($0)" } } }
         if let message = failure.withLock({ $0 }) { throw FixtureError(message: message) }
         return container

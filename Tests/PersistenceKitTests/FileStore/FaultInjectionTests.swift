@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -27,7 +28,7 @@ final class FaultPlan: Sendable {
         var remaining: Int
     }
 
-    private let faults = Mutex<[Fault]>([])
+    private let faults = TestMutex<[Fault]>([])
     private let firedCount = Atomic<Int>(0)
 
     /// Makes the next `times` calls of `operation` on files whose path ends with `suffix` fail.
