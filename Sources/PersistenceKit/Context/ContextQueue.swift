@@ -147,7 +147,13 @@ final class ContextQueue: Sendable {
                 s.jobs.append(.handoff(h))
                 return h
             }
-            handoff?.semaphore.wait()
+            if let handoff {
+                handoff.semaphore.wait()
+                // Taking the lock once orders this thread after the drainer that handed over
+                // (it popped the handoff under the lock) in a way Thread Sanitizer can see;
+                // the semaphore alone is not visible to it on Linux.
+                state.withLock { _ in }
+            }
             owner.store(me, ordering: .relaxed)
             defer { releaseOwnership() }
             return try body()
