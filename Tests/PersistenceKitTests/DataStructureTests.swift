@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// Differential tests of the hand-written tables against `Dictionary`, with random
+/// operation sequences (seeded, so a failure reproduces).
+@Suite struct DataStructureTests {
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test(arguments: [1, 2, 3]) func objectRegistryMatchesDictionary(seed: UInt64) throws {
+        let model = try Fixtures.model()
+        model.seal()
+        let entity = try #require(model.entitiesByName["Book"])
+        var rng = SplitMix(state: seed)
+        var registry = ObjectRegistry()
+        var reference: [NSManagedObjectID: NSManagedObject] = [:]
+        var pool: [NSManagedObject] = []
+        for _ in 0..<600 {
+            let o = NSManagedObject(entity: entity, insertInto: nil)
+            if Bool.random(using: &rng) {
+                o.objectID = NSManagedObjectID(
+                    entity: entity, row: StoreRowID(entity: entity.index, primaryKey: Int64.random(in: 1...10_000, using: &rng)),
+                    store: "S")
+            }
+            pool.append(o)
+        }
+        for step in 0..<20_000 {
+            let o = pool.randomElement(using: &rng)!
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0:
+                if reference[o.objectID] == nil || reference[o.objectID] === o {
+                    registry[o.objectID] = o
+                    reference[o.objectID] = o
+                }
+            case 1:
+                registry[o.objectID] = nil
+                reference[o.objectID] = nil
+            default:
+                #expect(registry[o.objectID] === reference[o.objectID], "lookup differs at step \(step)")
+            }
+            #expect(registry.count == reference.count)
+        }
+        for o in pool { #expect(registry[o.objectID] === reference[o.objectID]) }
+        #expect(Set(registry.values.map(ObjectIdentifier.init)) == Set(reference.values.map(ObjectIdentifier.init)))
+    }
+
+    @Test(arguments: [4, 5, 6]) func rowTableMatchesDictionary(seed: UInt64) throws {
+        var rng = SplitMix(state: seed)
+        var table = RowTable()
+        var reference: [Int64: FileStore.RowRef] = [:]
+        for step in 0..<30_000 {
+            // Mostly small keys (the dense part), sometimes huge ones (the overflow part),
+            // sometimes keys just past the end (growth that must absorb overflow keys).
+            let pk: Int64
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0: pk = Int64.random(in: 1...(1 << 40), using: &rng)
+            case 1: pk = Int64(table.count) * 4 + Int64.random(in: 0...(1 << 21), using: &rng)
+            default: pk = Int64.random(in: 1...5_000, using: &rng)
+            }
+            if Int.random(in: 0..<3, using: &rng) == 0 {
+                #expect(table.removeValue(forKey: pk)?.offset == reference.removeValue(forKey: pk)?.offset)
+            } else {
+                let ref = FileStore.RowRef(offset: step, length: 1, version: 1)
+                #expect(table.updateValue(ref, forKey: pk)?.offset == reference.updateValue(ref, forKey: pk)?.offset)
+            }
+            #expect(table.count == reference.count)
+        }
+        #expect(table.keysInOrder() == reference.keys.sorted())
+        for (pk, ref) in reference { #expect(table[pk]?.offset == ref.offset) }
+        var visited: [Int64] = []
+        try table.forEachRow { pk, _ in visited.append(pk) }
+        #expect(visited == reference.keys.sorted())
+    }
+}
