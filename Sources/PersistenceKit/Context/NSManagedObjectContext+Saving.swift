@@ -41,8 +41,9 @@ extension NSManagedObjectContext {
         defer { isSaving = false }
 
         post(.NSManagedObjectContextWillSave, userInfo: nil)
-        for o in objectsInSaveOrder(insertedSet) + objectsInSaveOrder(updatedSet) + objectsInSaveOrder(deletedSet) {
-            o.willSave()
+        // Core Data promises no order for willSave(); iterating the sets saves three sorts.
+        for set in [insertedSet, updatedSet, deletedSet] {
+            for o in set { o.willSave() }
         }
         processPendingChanges()
         // Ordered once per save: hooks, validation, key allocation and the transaction all
