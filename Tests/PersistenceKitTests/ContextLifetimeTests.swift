@@ -54,3 +54,19 @@ final class LTNode: NSManagedObject {
         }
     }
 }
+
+/// The short delete-rule names of DESIGN.md's examples declare the same model.
+final class DRShortOwner: NSManagedObject {
+    @Relationship(inverse: "owner", deleteRule: .cascade) var parts: Set<DRShortPart>
+}
+
+final class DRShortPart: NSManagedObject {
+    @Relationship(inverse: "parts", deleteRule: .nullify) var owner: DRShortOwner?
+}
+
+@Test func shortDeleteRuleNamesAreTheCoreDataRules() throws {
+    let model = try NSManagedObjectModel(managedObjectClasses: [DRShortOwner.self, DRShortPart.self])
+    #expect(model.entitiesByName["DRShortOwner"]?.relationshipsByName["parts"]?.deleteRule == .cascadeDeleteRule)
+    #expect(model.entitiesByName["DRShortPart"]?.relationshipsByName["owner"]?.deleteRule == .nullifyDeleteRule)
+    #expect(NSDeleteRule.deny == .denyDeleteRule && NSDeleteRule.noAction == .noActionDeleteRule)
+}

@@ -12,6 +12,15 @@ public enum NSDeleteRule: UInt, Sendable, Hashable, CustomStringConvertible {
     /// Refuse the deletion (the save fails validation) while any related object remains.
     case denyDeleteRule = 3
 
+    /// Short name for ``noActionDeleteRule`` (as written in DESIGN.md's examples).
+    public static let noAction = NSDeleteRule.noActionDeleteRule
+    /// Short name for ``nullifyDeleteRule``.
+    public static let nullify = NSDeleteRule.nullifyDeleteRule
+    /// Short name for ``cascadeDeleteRule``.
+    public static let cascade = NSDeleteRule.cascadeDeleteRule
+    /// Short name for ``denyDeleteRule``.
+    public static let deny = NSDeleteRule.denyDeleteRule
+
     /// A readable summary for logs and messages.
     public var description: String {
         switch self {
