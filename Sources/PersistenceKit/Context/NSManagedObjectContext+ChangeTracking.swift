@@ -4,13 +4,13 @@ extension NSManagedObjectContext {
     /// Whether the context has unsaved inserts, updates or deletes.
     public var hasChanges: Bool {
         assertOnQueue("hasChanges")
-        return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
+        return !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
     }
 
     /// Objects inserted and not saved yet.
     public var insertedObjects: Set<NSManagedObject> {
         assertOnQueue("insertedObjects")
-        return insertedSet
+        return Set(insertions.objects)
     }
 
     /// Objects changed since they were fetched or saved (not counting inserted or deleted ones).
@@ -68,11 +68,9 @@ extension NSManagedObjectContext {
         }
         object.managedObjectContext = self
         object.flags = [.inserted]
-        insertionCounter += 1
-        object.insertionSequence = insertionCounter
         registeredByID[object.objectID] = object
-        insertedSet.insert(object)
-        unprocessed.inserted.insert(object)
+        insertions.append(object)
+        unprocessed.inserted.append(object)
         object.awakeFromInsert()
     }
 
@@ -125,7 +123,8 @@ extension NSManagedObjectContext {
         let changes = unprocessed
         clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
-        if !changes.inserted.isEmpty { info[NSInsertedObjectsKey] = changes.inserted }
+        let inserted = Set(changes.inserted.lazy.filter { $0.flags.contains(.inserted) && $0.managedObjectContext === self })
+        if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
         post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
@@ -159,9 +158,8 @@ extension NSManagedObjectContext {
             }
             if object.flags.contains(.inserted) {
                 // Inserted then deleted before any save: the object simply goes away.
-                insertedSet.remove(object)
+                insertions.remove(object)
                 deletedSet.remove(object)
-                unprocessed.inserted.remove(object)
                 unprocessed.deleted.remove(object)
                 registeredByID[object.objectID] = nil
                 // Detached, not invalidated: as in Core Data it keeps its values and can still

@@ -63,7 +63,7 @@ extension NSManagedObjectContext {
     }
 
     private func hasPendingChanges(of entity: NSEntityDescription) -> Bool {
-        insertedSet.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
+        insertions.objects.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
             || updatedSet.contains { $0.entity === entity }
     }
 
@@ -98,7 +98,7 @@ extension NSManagedObjectContext {
                 // Changed objects: their saved values may no longer be their values.
                 inMemory = objectsInSaveOrder(updatedSet.filter { $0.entity === entity })
             }
-            if pending { inMemory += objectsInSaveOrder(insertedSet.filter { $0.entity === entity }) }
+            if pending { inMemory += insertions.objects.filter { $0.entity === entity } }
             for o in inMemory {
                 let subject = pending || !o.hasChangesUnchecked ? o : committedCopy(of: o)
                 if try filter.evaluate(subject) { matches.append(o) }
@@ -107,7 +107,7 @@ extension NSManagedObjectContext {
             matches = unfiltered
             // Every pending insert counts, including those given permanent IDs early
             // (obtainPermanentIDs): they are not in the store yet either.
-            if pending { matches += objectsInSaveOrder(insertedSet.filter { $0.entity === entity }) }
+            if pending { matches += insertions.objects.filter { $0.entity === entity } }
         }
         if !request.sortRules.isEmpty {
             let rules = request.sortRules

@@ -91,11 +91,10 @@ extension NSManagedObjectContext {
         for id in changes.deleted {
             guard let o = registeredByID[id] else { continue }
             registeredByID[id] = nil
-            insertedSet.remove(o)
+            insertions.remove(o)
             updatedSet.remove(o)
             deletedSet.remove(o)
             pendingDeletes.removeAll { $0 === o }
-            unprocessed.inserted.remove(o)
             unprocessed.updated.remove(o)
             o.flags.remove(.changeRecorded)
             unprocessed.deleted.remove(o)

@@ -101,7 +101,7 @@ extension NSManagedObjectContext {
         for objects: [NSManagedObject], in store: any PersistentStore, ordered: Bool = false
     ) throws -> [ObjectIdentifier: StoreRowID] {
         var byEntity: [Int32: [NSManagedObject]] = [:]
-        for o in ordered ? objects : objects.sorted(by: { $0.insertionSequence < $1.insertionSequence }) {
+        for o in ordered ? objects : objects.sorted(by: { $0.insertionIndex < $1.insertionIndex }) {
             byEntity[o.entity.index, default: []].append(o)
         }
         var result: [ObjectIdentifier: StoreRowID] = [:]

@@ -53,7 +53,7 @@ extension NSManagedObjectContext {
     /// come back, updated objects return to their last saved values.
     public func rollback() {
         assertOnQueue("rollback()")
-        let inserted = insertedSet
+        let inserted = Set(insertions.objects)
         var restored = Set<NSManagedObject>()
         for o in inserted {
             registeredByID[o.objectID] = nil
@@ -64,7 +64,7 @@ extension NSManagedObjectContext {
             if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }
             restored.insert(o)
         }
-        insertedSet = []
+        insertions.removeAll()
         updatedSet = []
         deletedSet = []
         pendingDeletes = []
@@ -83,7 +83,7 @@ extension NSManagedObjectContext {
         let ids = Array(registeredByID.keys)
         for o in registeredByID.values { o.invalidate() }
         registeredByID = [:]
-        insertedSet = []
+        insertions.removeAll()
         updatedSet = []
         deletedSet = []
         pendingDeletes = []

@@ -41,21 +41,22 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     // Queue-confined state.
     var registeredByID = ObjectRegistry()
-    var insertedSet: Set<NSManagedObject> = []
+    var insertions = InsertionList()
     var updatedSet: Set<NSManagedObject> = []
     var deletedSet: Set<NSManagedObject> = []
     /// Deletions whose delete rules have not been applied yet.
     var pendingDeletes: [NSManagedObject] = []
     /// Changes not yet announced by an objects-did-change notification.
     var unprocessed = PendingChanges()
-    var insertionCounter = 0
     var isSaving = false
     var mergePolicyStorage: NSMergePolicy = .error
     private var automaticallyMerges = false
 
     /// Changes accumulated between two `processPendingChanges()` calls.
     struct PendingChanges {
-        var inserted: Set<NSManagedObject> = []
+        /// Appended on insert; filtered by the `.inserted` flag when announced (an insert
+        /// deleted before then is dropped, a repeated one is announced once).
+        var inserted: [NSManagedObject] = []
         var updated: Set<NSManagedObject> = []
         var deleted: Set<NSManagedObject> = []
         var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }

@@ -63,8 +63,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// The values last read from or written to the store, with the row version.
     var snapshot: StoreRow?
     var flags: Flags = []
-    /// Orders inserted objects so that saves allocate keys in insertion order.
-    var insertionSequence: Int = 0
+    /// The object's position in its context's list of unsaved inserts; -1 when not in it.
+    var insertionIndex: Int = -1
     /// For probe objects: the last attribute slot read.
     var probedSlot: Int?
 

@@ -1,0 +1,45 @@
+/// The objects a context inserted and has not saved, in insertion order.
+///
+/// Each object remembers its position (`insertionIndex`), so adding, removing and
+/// membership are O(1) with no hashing, and the order needs no sort when a save allocates
+/// keys (measured: the `Set` this replaces, plus sorting it, was about a tenth of inserting
+/// and saving 100,000 objects).
+struct InsertionList {
+    private var slots: [NSManagedObject?] = []
+    /// The number of objects in the list.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ object: NSManagedObject) {
+        object.insertionIndex = slots.count
+        slots.append(object)
+        count += 1
+    }
+
+    func contains(_ object: NSManagedObject) -> Bool {
+        let i = object.insertionIndex
+        return i >= 0 && i < slots.count && slots[i] === object
+    }
+
+    mutating func remove(_ object: NSManagedObject) {
+        guard contains(object) else { return }
+        slots[object.insertionIndex] = nil
+        object.insertionIndex = -1
+        count -= 1
+    }
+
+    /// The objects, in insertion order.
+    var objects: [NSManagedObject] {
+        var result: [NSManagedObject] = []
+        result.reserveCapacity(count)
+        for case let o? in slots { result.append(o) }
+        return result
+    }
+
+    mutating func removeAll() {
+        for case let o? in slots { o.insertionIndex = -1 }
+        slots = []
+        count = 0
+    }
+}
