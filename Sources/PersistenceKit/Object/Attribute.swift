@@ -36,6 +36,20 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         self.optionBits = Self.bits(options)
     }
 
+    /// Declares an attribute whose default value is `wrappedValue`, without options.
+    /// (Not variadic: the property initializer runs for every object, and a variadic call
+    /// builds an array each time.)
+    public init(wrappedValue: Value) {
+        self.defaultValue = wrappedValue
+        self.optionBits = 0
+    }
+
+    /// Declares an attribute with one option.
+    public init(wrappedValue: Value, _ option: AttributeOption) {
+        self.defaultValue = wrappedValue
+        self.optionBits = Self.bit(option)
+    }
+
     /// Declares an optional attribute with no default value (`@Attribute var due: Date?`).
     public init() where Value: ExpressibleByNilLiteral {
         self.defaultValue = nil
@@ -75,13 +89,15 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         }
     }
 
-    private static func bits(_ options: [AttributeOption]) -> UInt8 {
-        options.reduce(0) { bits, o in
-            switch o {
-            case .indexed: bits | 1
-            case .transient: bits | 2
-            }
+    private static func bit(_ option: AttributeOption) -> UInt8 {
+        switch option {
+        case .indexed: 1
+        case .transient: 2
         }
+    }
+
+    private static func bits(_ options: [AttributeOption]) -> UInt8 {
+        options.reduce(0) { $0 | bit($1) }
     }
 
     @usableFromInline

@@ -45,7 +45,19 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     public let entity: NSEntityDescription
 
     /// The object's ID: temporary until the object is saved or given a permanent ID.
-    public internal(set) var objectID: NSManagedObjectID
+    public internal(set) var objectID: NSManagedObjectID {
+        get {
+            if let id = storedObjectID { return id }
+            let id = NSManagedObjectID(temporaryFor: entity)
+            storedObjectID = id
+            return id
+        }
+        set { storedObjectID = newValue }
+    }
+
+    /// The ID, made on first use: a fault gets its permanent ID right after creation, so
+    /// making a temporary one in `init` for every fetched row was wasted work.
+    private var storedObjectID: NSManagedObjectID?
 
     /// The context that owns the object; `nil` once the object was removed from it (its
     /// deletion saved, the context reset or rolled back over its insertion).
@@ -74,7 +86,6 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// Traps when `context` uses a model that does not contain `entity`.
     public required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
         self.entity = entity
-        self.objectID = NSManagedObjectID(temporaryFor: entity)
         self.slots = Self.defaultSlots(for: entity)
         if let context {
             context.insert(self)
