@@ -195,10 +195,16 @@ public final class FileStore: PersistentStore {
             }
             guard let file = s.file else { return }
             let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [])
-            try Self.io(path, "closing the store (the next open will recover)") {
+            do {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
                 try file.write(record, at: s.image.count)
                 try file.sync()
+            } catch {
+                throw FileStoreError(
+                    .io, path: path,
+                    "closing the store failed: \(error). Every save that returned is in the file; the next open "
+                        + "recovers as after a crash.",
+                    underlying: error as? StoreIOError)
             }
             cleanlyClosed = true
         }
