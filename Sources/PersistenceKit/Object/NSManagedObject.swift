@@ -45,7 +45,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     public let entity: NSEntityDescription
 
     /// The object's ID: temporary until the object is saved or given a permanent ID.
-    public internal(set) var objectID: NSManagedObjectID {
+    public internal(set) final var objectID: NSManagedObjectID {
         get {
             if let id = storedObjectID { return id }
             let id = NSManagedObjectID(temporaryFor: entity)
@@ -57,28 +57,31 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     /// The ID, made on first use: a fault gets its permanent ID right after creation, so
     /// making a temporary one in `init` for every fetched row was wasted work.
-    private var storedObjectID: NSManagedObjectID?
+    private final var storedObjectID: NSManagedObjectID?
 
     /// The context that owns the object; `nil` once the object was removed from it (its
     /// deletion saved, the context reset or rolled back over its insertion).
-    public internal(set) weak var managedObjectContext: NSManagedObjectContext? {
+    public internal(set) final weak var managedObjectContext: NSManagedObjectContext? {
         didSet { contextQueue = managedObjectContext?.queue }
     }
 
     /// The owning context's queue, held strongly so that the queue check on every property
     /// access needs no weak-reference load (measured: the weak load was the largest single
     /// cost of a property read).
-    var contextQueue: ContextQueue?
+    final var contextQueue: ContextQueue?
+
+    // Internal state is `final`: the class is `open`, and without it every read of these
+    // on the hot paths (property access, faulting, saving) could go through the vtable.
 
     /// Current values, one slot per property of ``entity``; empty while a fault.
-    var slots: ContiguousArray<Slot>
+    final var slots: ContiguousArray<Slot>
     /// The values last read from or written to the store, with the row version.
-    var snapshot: StoreRow?
-    var flags: Flags = []
+    final var snapshot: StoreRow?
+    final var flags: Flags = []
     /// The object's position in its context's list of unsaved inserts; -1 when not in it.
-    var insertionIndex: Int = -1
+    final var insertionIndex: Int = -1
     /// For probe objects: the last attribute slot read.
-    var probedSlot: Int?
+    final var probedSlot: Int?
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).
