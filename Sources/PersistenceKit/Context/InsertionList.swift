@@ -29,6 +29,12 @@ struct InsertionList {
         count -= 1
     }
 
+    /// Whether any object in the list satisfies `predicate` (no array is built).
+    func contains(where predicate: (NSManagedObject) -> Bool) -> Bool {
+        for case let o? in slots where predicate(o) { return true }
+        return false
+    }
+
     /// The objects, in insertion order.
     var objects: [NSManagedObject] {
         var result: [NSManagedObject] = []

@@ -63,7 +63,7 @@ extension NSManagedObjectContext {
     }
 
     private func hasPendingChanges(of entity: NSEntityDescription) -> Bool {
-        insertions.objects.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
+        insertions.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
             || updatedSet.contains { $0.entity === entity }
     }
 

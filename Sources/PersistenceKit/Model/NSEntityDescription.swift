@@ -8,8 +8,9 @@ import Synchronization
 /// by a coordinator, and readable from any thread after that.
 public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked Sendable: stored properties are written only before the model is sealed
-    // (checked by `checkMutable()`); the only state written later, `storageKeyPathIndex`,
-    // is behind a Lock.
+    // (checked by `checkMutable()`) or by `seal(index:)`, which the model runs once under
+    // its seal lock before any coordinator shares it; the only state written later, the
+    // key-path caches `storageKeyPathIndex` and `wrappedKeyPathIndex`, is behind Locks.
 
     /// The entity's name, unique in its model.
     public var name: String {
