@@ -90,26 +90,33 @@ extension NSManagedObjectContext {
             preconditionFailure("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
         }
         let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
-        let rows = try allocateRows(for: temporary, in: store)
+        try allocateRows(for: temporary, in: store)
         for o in temporary {
-            if let row = rows[ObjectIdentifier(o)] { assignPermanentID(row, store: store, to: o) }
+            if let row = o.pendingRow { assignPermanentID(row, store: store, to: o) }
+            o.pendingRow = nil
         }
     }
 
-    /// New row IDs for objects with temporary IDs, allocated per entity in insertion order.
-    func allocateRows(
-        for objects: [NSManagedObject], in store: any PersistentStore, ordered: Bool = false
-    ) throws -> [ObjectIdentifier: StoreRowID] {
-        var byEntity: [Int32: [NSManagedObject]] = [:]
-        for o in ordered ? objects : objects.sorted(by: { $0.insertionIndex < $1.insertionIndex }) {
-            byEntity[o.entity.index, default: []].append(o)
+    /// Gives objects with temporary IDs new row IDs in `pendingRow`, allocated per entity in
+    /// insertion order. The caller clears `pendingRow` when done with it.
+    ///
+    /// Counts and cursors live in arrays indexed by entity: no hashing per object (measured:
+    /// a dictionary of objects to rows was a tenth of saving 100,000 inserts, counting its
+    /// lookups during the save).
+    func allocateRows(for objects: [NSManagedObject], in store: any PersistentStore, ordered: Bool = false) throws {
+        let list = ordered ? objects : objects.sorted(by: { $0.insertionIndex < $1.insertionIndex })
+        let entityCount = coordinator.managedObjectModel.entities.count
+        var counts = [Int](repeating: 0, count: entityCount)
+        for o in list { counts[Int(o.entity.index)] += 1 }
+        var next = [Int64](repeating: 0, count: entityCount)
+        for e in counts.indices where counts[e] > 0 {
+            next[e] = try store.allocatePrimaryKeys(entity: Int32(e), count: counts[e]).lowerBound
         }
-        var result: [ObjectIdentifier: StoreRowID] = [:]
-        for (entity, list) in byEntity.sorted(by: { $0.key < $1.key }) {
-            let keys = try store.allocatePrimaryKeys(entity: entity, count: list.count)
-            for (o, key) in zip(list, keys) { result[ObjectIdentifier(o)] = StoreRowID(entity: entity, primaryKey: key) }
+        for o in list {
+            let e = Int(o.entity.index)
+            o.pendingRow = StoreRowID(entity: Int32(e), primaryKey: next[e])
+            next[e] += 1
         }
-        return result
     }
 
     /// Re-registers an object under its new permanent ID.

@@ -54,11 +54,14 @@ extension NSManagedObjectContext {
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
 
-        let newRows = try allocateRows(for: inserted.filter { $0.objectID.isTemporaryID }, in: store, ordered: true)
+        let needingRows = inserted.filter { $0.objectID.isTemporaryID }
+        try allocateRows(for: needingRows, in: store, ordered: true)
+        // Success or failure, the rows handed out are this attempt's only.
+        defer { for o in needingRows { o.pendingRow = nil } }
         for attempt in 1...16 {
             let (transaction, written) = makeTransaction(
                 inserted: inserted, updated: updated.filter { updatedSet.contains($0) },
-                deleted: deleted.filter { deletedSet.contains($0) }, newRows: newRows)
+                deleted: deleted.filter { deletedSet.contains($0) })
             let result: StoreCommitResult
             do {
                 result = try coordinator.commit(transaction, to: store)
@@ -74,7 +77,7 @@ extension NSManagedObjectContext {
             case let .committed(rows):
                 finishSave(
                     inserted: inserted, updated: updated, deleted: deleted, written: written, committed: rows,
-                    newRows: newRows, store: store)
+                    store: store)
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -113,10 +116,9 @@ extension NSManagedObjectContext {
     /// The store transaction for the current changes, and the objects whose rows it writes
     /// (inserts then updates, in transaction order).
     private func makeTransaction(
-        inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject],
-        newRows: [ObjectIdentifier: StoreRowID]
+        inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject]
     ) -> (StoreTransaction, [NSManagedObject]) {
-        let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? newRows[ObjectIdentifier(o)] }
+        let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? o.pendingRow }
         func encode(_ o: NSManagedObject) -> [StoreValue] {
             let kinds = o.entity.slotKinds
             return kinds.indices.map { i in kinds[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor) }
@@ -222,7 +224,7 @@ extension NSManagedObjectContext {
     /// `committed[i]` is the row the store wrote for `written[i]`.
     private func finishSave(
         inserted: [NSManagedObject], updated allUpdated: [NSManagedObject], deleted allDeleted: [NSManagedObject],
-        written: [NSManagedObject], committed: [StoreRow], newRows: [ObjectIdentifier: StoreRowID], store: any PersistentStore
+        written: [NSManagedObject], committed: [StoreRow], store: any PersistentStore
     ) {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
@@ -234,7 +236,7 @@ extension NSManagedObjectContext {
         var changes = SavedChanges(rows: committed)
         changes.inserted.reserveCapacity(inserted.count)
         for o in inserted {
-            if let row = newRows[ObjectIdentifier(o)] { assignPermanentID(row, store: store, to: o) }
+            if let row = o.pendingRow { assignPermanentID(row, store: store, to: o) }
             o.flags = []
             changes.inserted.append(o.objectID)
         }

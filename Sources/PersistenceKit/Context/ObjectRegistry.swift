@@ -5,14 +5,24 @@
 /// showed up as a fifth of an insert-heavy save. Linear probing with backward-shift
 /// deletion (no tombstones); at most half full.
 ///
+/// Each bucket keeps the hash beside the object, so probing compares hashes in the table's
+/// own memory and follows a pointer only on a hash match. (Measured: with objects alone in
+/// the buckets, every probe read the object and then its ID — two cache misses each — and
+/// re-keying 100,000 objects at save took over 50 ms.)
+///
 /// Invariant: an object's `objectID` does not change while it is in the table (the context
 /// removes it, changes the ID, and adds it again).
 struct ObjectRegistry: ExpressibleByDictionaryLiteral {
-    private var buckets: ContiguousArray<NSManagedObject?>
+    private struct Bucket {
+        var hash: Int
+        var object: NSManagedObject?
+    }
+
+    private var buckets: ContiguousArray<Bucket>
     private(set) var count = 0
 
     init() {
-        buckets = ContiguousArray(repeating: nil, count: 16)
+        buckets = ContiguousArray(repeating: Bucket(hash: 0, object: nil), count: 16)
     }
 
     init(dictionaryLiteral elements: (NSManagedObjectID, NSManagedObject)...) {
@@ -27,9 +37,10 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     /// The bucket holding `id`, or the empty bucket where it would go.
     @inline(__always)
     private func find(_ id: NSManagedObjectID) -> (index: Int, found: Bool) {
-        var i = id.hashCode & mask
-        while let o = buckets[i] {
-            if o.objectID === id || o.objectID == id { return (i, true) }
+        let hash = id.hashCode
+        var i = hash & mask
+        while let o = buckets[i].object {
+            if buckets[i].hash == hash, o.objectID === id || o.objectID == id { return (i, true) }
             i = (i + 1) & mask
         }
         return (i, false)
@@ -38,13 +49,13 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     subscript(id: NSManagedObjectID) -> NSManagedObject? {
         get {
             let (i, found) = find(id)
-            return found ? buckets[i] : nil
+            return found ? buckets[i].object : nil
         }
         set {
             if let newValue {
                 assert(newValue.objectID == id, "an object is registered under its own objectID")
                 let (i, found) = find(id)
-                buckets[i] = newValue
+                buckets[i] = Bucket(hash: id.hashCode, object: newValue)
                 if !found {
                     count += 1
                     if count * 2 > buckets.count { grow() }
@@ -58,18 +69,17 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     private mutating func remove(_ id: NSManagedObjectID) {
         var (hole, found) = find(id)
         guard found else { return }
-        buckets[hole] = nil
+        buckets[hole].object = nil
         count -= 1
         // Backward-shift: move later entries of the probe run into the hole when their home
         // bucket allows it, so lookups never stop early at a gap.
         var j = (hole + 1) & mask
-        while let o = buckets[j] {
-            let home = o.objectID.hashCode & mask
+        while buckets[j].object != nil {
+            let home = buckets[j].hash & mask
             let distanceToHole = (hole - home) & mask
             let distanceToJ = (j - home) & mask
             if distanceToHole < distanceToJ {
-                buckets[hole] = o
-                buckets[j] = nil
+                buckets.swapAt(hole, j)
                 hole = j
             }
             j = (j + 1) & mask
@@ -82,14 +92,15 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     }
 
     private mutating func grow(to minimum: Int = 0) {
-        let old = buckets
-        var size = old.count * 2
+        var size = buckets.count * 2
         while size < minimum { size *= 2 }
-        buckets = ContiguousArray(repeating: nil, count: size)
-        for case let o? in old {
-            var i = o.objectID.hashCode & mask
-            while buckets[i] != nil { i = (i + 1) & mask }
-            buckets[i] = o
+        let old = buckets
+        buckets = ContiguousArray(repeating: Bucket(hash: 0, object: nil), count: size)
+        let mask = self.mask
+        for b in old where b.object != nil {
+            var i = b.hash & mask
+            while buckets[i].object != nil { i = (i + 1) & mask }
+            buckets[i] = b
         }
     }
 
@@ -97,7 +108,7 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     var values: [NSManagedObject] {
         var result: [NSManagedObject] = []
         result.reserveCapacity(count)
-        for case let o? in buckets { result.append(o) }
+        for b in buckets { if let o = b.object { result.append(o) } }
         return result
     }
 

@@ -10,7 +10,8 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     // @unchecked Sendable: stored properties are written only before the model is sealed
     // (checked by `checkMutable()`) or by `seal(index:)`, which the model runs once under
     // its seal lock before any coordinator shares it; the only state written later, the
-    // key-path caches `storageKeyPathIndex` and `wrappedKeyPathIndex`, is behind Locks.
+    // key-path caches `storageKeyPathIndex` and `wrappedKeyPathIndex`, is behind Locks
+    // (`storageSlotCache` is safe by its own atomic publication).
 
     /// The entity's name, unique in its model.
     public var name: String {
@@ -66,6 +67,8 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Caches which `@Attribute`/`@Relationship` storage key path belongs to which property.
     /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
     let storageKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
+    /// The same answers by key path identity, without a lock (the fast path).
+    let storageSlotCache = KeyPathSlotCache()
 
     /// Caches which attribute a property key path (`\Book.title`) reads; -1 for none.
     let wrappedKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])

@@ -37,8 +37,12 @@ extension NSManagedObject {
         of object: Object, storage: ReferenceWritableKeyPath<Object, Wrapper>
     ) -> Int {
         let entity = object.entity
+        if let known = entity.storageSlotCache.slot(for: storage) { return known }
         let key = StorageKeyPath(storage)
-        if let known = entity.storageKeyPathIndex.withLock({ $0[key] }) { return known }
+        if let known = entity.storageKeyPathIndex.withLock({ $0[key] }) {
+            entity.storageSlotCache.record(known, for: storage)
+            return known
+        }
         object[keyPath: storage].isProbe = true
         defer { object[keyPath: storage].isProbe = false }
         var label: String?
@@ -63,6 +67,7 @@ extension NSManagedObject {
                     + "model from the classes (NSManagedObjectModel(managedObjectClasses:)).")
         }
         entity.storageKeyPathIndex.withLock { $0[key] = index }
+        entity.storageSlotCache.record(index, for: storage)
         return index
     }
 }

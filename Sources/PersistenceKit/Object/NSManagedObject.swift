@@ -61,9 +61,17 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     /// The context that owns the object; `nil` once the object was removed from it (its
     /// deletion saved, the context reset or rolled back over its insertion).
-    public internal(set) final weak var managedObjectContext: NSManagedObjectContext? {
-        didSet { contextQueue = managedObjectContext?.queue }
+    public internal(set) final var managedObjectContext: NSManagedObjectContext? {
+        get { storedContext }
+        // Takes the queue from the new value, not by reading the weak reference back
+        // (measured: that weak load and its retain were a tenth of registering a fetched row).
+        set {
+            storedContext = newValue
+            contextQueue = newValue?.queue
+        }
     }
+
+    private final weak var storedContext: NSManagedObjectContext?
 
     /// The owning context's queue, held strongly so that the queue check on every property
     /// access needs no weak-reference load (measured: the weak load was the largest single
@@ -80,6 +88,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     final var flags: Flags = []
     /// The object's position in its context's list of unsaved inserts; -1 when not in it.
     final var insertionIndex: Int = -1
+    /// The row a save in progress (or `obtainPermanentIDs`) allocated for this object while
+    /// it still has a temporary ID; `nil` otherwise.
+    final var pendingRow: StoreRowID?
     /// For probe objects: the last attribute slot read.
     final var probedSlot: Int?
 

@@ -213,17 +213,53 @@ import Glibc
         #expect(error?.offset == 0)
     }
 
-    @Test(arguments: [UInt32(2), 7, UInt32.max])
+    /// A version-1 file (CRC-32 record checksums) still opens, takes saves — appended with
+    /// its own version's checksum — and reopens strictly: the format change to version 2
+    /// (a faster record checksum) loses nobody's store.
+    @Test func aVersionOneStoreOpensTakesSavesAndStaysVersionOne() throws {
+        let folder = try TemporaryFolder()
+        var bytes = try Self.makeCleanStore(folder.storeURL)
+        #expect(FSSupport.u32(bytes, at: 8) == 2)
+        FSSupport.putU32(1, into: &bytes, at: 8)
+        FSSupport.fixHeaderCRC(&bytes)
+        for record in FSSupport.recordOffsets(bytes) { FSSupport.fixRecordCRC(&bytes, recordAt: record) }
+        try FSSupport.write(bytes, to: folder.storeURL)
+
+        let container = try FSSupport.container(at: folder.storeURL)
+        #expect(try FSSupport.books(container).count == 4)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let b = Book(context: context)
+            b.title = "Lamia"
+            b.pages = 50
+            try context.save()
+        }
+        try FSSupport.close(container)
+
+        let after = try FSSupport.bytes(folder.storeURL)
+        #expect(FSSupport.u32(after, at: 8) == 1)
+        // Every record, old and new, carries a CRC-32 (checked independently of the library).
+        for record in FSSupport.recordOffsets(after) {
+            let crcAt = record + 20 + Int(FSSupport.u32(after, at: record + 8))
+            #expect(FSSupport.u32(after, at: crcAt) == FSSupport.crc32(after[record..<crcAt]), "record at \(record)")
+        }
+        #expect(try Self.openError(folder.storeURL) == nil)
+        let reopened = try FSSupport.container(at: folder.storeURL)
+        #expect(try FSSupport.books(reopened).map(\.title).sorted() == ["Endymion", "Lamia", "Ode 0", "Ode 1", "Ode 2"])
+        try FSSupport.close(reopened)
+    }
+
+    @Test(arguments: [UInt32(3), 7, UInt32.max])
     func newerFormatVersion(version: UInt32) throws {
         let folder = try TemporaryFolder()
         var bytes = try Self.makeCleanStore(folder.storeURL)
         FSSupport.putU32(version, into: &bytes, at: 8)
         FSSupport.fixHeaderCRC(&bytes)
         try FSSupport.write(bytes, to: folder.storeURL)
-        try Self.expectDamage(folder.storeURL, .newerFormatVersion(found: version, supported: 1), at: 8)
+        try Self.expectDamage(folder.storeURL, .newerFormatVersion(found: version, supported: 2), at: 8)
         try? FileManager.default.removeItem(atPath: folder.storeURL.path + "-lock")
         let error = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL) }
-        #expect(error?.kind == .newerFormatVersion(found: version, supported: 1))
+        #expect(error?.kind == .newerFormatVersion(found: version, supported: 2))
         #expect(error?.offset == 8)
     }
 

@@ -77,11 +77,16 @@ enum FSSupport {
         putU32(crc32(bytes[0..<60]), into: &bytes, at: 60)
     }
 
-    /// Rewrites the checksum of the record at `offset` after a payload edit.
+    /// Rewrites the checksum of the record at `offset` after a payload edit, with the
+    /// checksum of the file's format version (header bytes 8..<12): CRC-32 for version 1,
+    /// `RecordChecksum` from version 2 (whose answers `RecordChecksumTests` pins).
     static func fixRecordCRC(_ bytes: inout [UInt8], recordAt offset: Int) {
         let length = Int(u32(bytes, at: offset + 8))
         let crcAt = offset + 20 + length
-        putU32(crc32(bytes[offset..<crcAt]), into: &bytes, at: crcAt)
+        let sum = u32(bytes, at: 8) >= 2
+            ? Array(bytes[offset..<crcAt]).withUnsafeBytes { RecordChecksum.checksum($0) }
+            : crc32(bytes[offset..<crcAt])
+        putU32(sum, into: &bytes, at: crcAt)
     }
 
     /// Every Book in the store, as (title, pages), read through a fresh context.

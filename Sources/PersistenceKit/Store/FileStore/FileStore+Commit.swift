@@ -44,7 +44,7 @@ extension FileStore {
             try compactIfNeeded(&s)
 
             // Encode the payload; remember where each row's values land.
-            var w = ByteWriter(capacity: 64 + transaction.inserts.count * 64)
+            var w = FileStoreFormat.beginRecord(capacity: 64 + transaction.inserts.count * 64)
             var insertedMax: [Int32: Int64] = [:]
             for row in transaction.inserts { insertedMax[row.id.entity] = max(insertedMax[row.id.entity] ?? 0, row.id.primaryKey) }
             w.u16(UInt16(insertedMax.count))
@@ -80,13 +80,15 @@ extension FileStore {
             }
 
             let recordStart = s.image.count
-            let record = FileStoreFormat.record(.transaction, sequence: s.sequence + 1, payload: w.bytes)
+            let record = FileStoreFormat.finishRecord(w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
             try append(record, at: recordStart, to: &s)
 
             // The record is on disk: apply it.
-            s.image.append(contentsOf: record)
             s.sequence += 1
-            let payloadStart = recordStart + FileStoreFormat.recordHeaderSize
+            let payloadStart = recordStart  // offsets in `placed` count from the record's start
+            for (entity, maxKey) in insertedMax {
+                s.tables[entity, default: Table()].rows.reserveKeys(below: maxKey + 1)
+            }
             let image = s.image
             try image.withBytes { buf throws(FileStoreError) in
                 for p in placed {
@@ -112,6 +114,7 @@ extension FileStore {
             }
             try file.write(record, at: offset)
             if options.durability == .full { try file.sync() }
+            s.image.append(record, writtenTo: file)
         } catch {
             s.dirtyTail = true
             if (try? file.truncate(to: offset)) != nil { s.dirtyTail = false }

@@ -31,20 +31,21 @@ extension FileStore {
             w.i64(s.tables[e]?.nextKey ?? 1)
         }
         w.u32(UInt32(s.tables.values.reduce(0) { $0 + $1.rows.count }))
-        for e in entities {
-            guard let table = s.tables[e] else { continue }
-            for pk in table.rows.keysInOrder() {
-                guard let ref = table.rows[pk] else { continue }
-                w.u8(FileStoreFormat.Op.put.rawValue)
-                w.i32(e)
-                w.i64(pk)
-                w.i64(ref.version)
-                w.u32(UInt32(ref.length))
-                w.raw(s.image[ref.offset..<(ref.offset + ref.length)])
+        try s.image.withBytes { buf throws(FileStoreError) in
+            for e in entities {
+                guard let table = s.tables[e] else { continue }
+                try table.rows.forEachRow { pk, ref throws(FileStoreError) in
+                    w.u8(FileStoreFormat.Op.put.rawValue)
+                    w.i32(e)
+                    w.i64(pk)
+                    w.i64(ref.version)
+                    w.u32(UInt32(ref.length))
+                    w.raw(UnsafeRawBufferPointer(rebasing: buf[ref.offset..<(ref.offset + ref.length)]))
+                }
             }
         }
         var image = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.versionHash)
-        image += FileStoreFormat.record(.checkpoint, sequence: s.sequence, payload: w.bytes)
+        image += FileStoreFormat.record(.checkpoint, sequence: s.sequence, payload: w.bytes, version: FileStoreFormat.version)
 
         let temporary = path + "-compact"
         do {
@@ -77,7 +78,7 @@ extension FileStore {
             s.closed = true
             throw error
         }
-        var fresh = State(file: file, lockFile: s.lockFile, image: image)
+        var fresh = State(file: file, lockFile: s.lockFile, image: StoreImage(bytes: image, mappingFrom: file))
         _ = try Self.replay(&fresh, path: path, model: model, tolerant: true, indexedColumns: indexedColumns)
         fresh.sequence = s.sequence
         fresh.compactions = s.compactions + 1

@@ -3,7 +3,7 @@ import Foundation
 // The read path: rows are decoded from the in-memory image on demand; filters use an
 // attribute index when one of their conditions is on an indexed attribute.
 extension FileStore {
-    func decodeRow(_ id: StoreRowID, _ ref: RowRef, _ image: [UInt8]) throws(FileStoreError) -> StoreRow {
+    func decodeRow(_ id: StoreRowID, _ ref: RowRef, _ image: StoreImage) throws(FileStoreError) -> StoreRow {
         try image.withBytes { buf throws(FileStoreError) -> StoreRow in
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
             return StoreRow(id: id, version: ref.version, values: try FileStoreFormat.decodeValues(&r))

@@ -67,7 +67,7 @@ extension FileStore {
             }
             let file = try io(path, "opening the store") { try fs.open(path, create: false) }
             let size = try io(path, "reading the store") { try file.size() }
-            let image = try io(path, "reading the store") { try file.read(at: 0, count: size) }
+            let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
             var state = State(file: file, lockFile: lockFile, image: image)
             let (storeID, cut) = try replay(&state, path: path, model: model, tolerant: crashed || created, indexedColumns: indexedColumns)
             for (entity, table) in state.tables where table.rows.isEmpty {
@@ -78,7 +78,7 @@ extension FileStore {
                     try file.truncate(to: cut)
                     try file.sync()
                 }
-                state.image.removeSubrange(cut...)
+                state.image.truncate(to: cut)
             }
             return Opened(storeID: storeID, state: state)
         } catch {
@@ -139,7 +139,9 @@ extension FileStore {
                         + "\(FileStoreFormat.version). Use a newer PersistenceKit.")
             }
             let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
-            guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])), version >= 1 else {
+            guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])),
+                version >= FileStoreFormat.oldestReadableVersion
+            else {
                 throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
             }
             guard try r.u32() == UInt32(FileStoreFormat.headerSize) else {
@@ -159,6 +161,7 @@ extension FileStore {
                         + "Open it with the model it was created with (migration is not supported yet).")
             }
 
+            s.formatVersion = version
             var offset = FileStoreFormat.headerSize
             var lastKind: FileStoreFormat.RecordKind?
             while offset < size {
@@ -185,7 +188,7 @@ extension FileStore {
                 }
                 let crcAt = offset + FileStoreFormat.recordHeaderSize + length
                 let stored = buf.loadUnaligned(fromByteOffset: crcAt, as: UInt32.self).littleEndian
-                guard stored == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[offset..<crcAt])) else {
+                guard stored == FileStoreFormat.recordChecksum(UnsafeRawBufferPointer(rebasing: buf[offset..<crcAt]), version: version) else {
                     if tolerant && offset + total == size { return (storeID, offset) }
                     throw FileStoreError(
                         .corrupt, path: path, offset: offset,
@@ -227,7 +230,10 @@ extension FileStore {
             let next = try r.i64()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
             guard next >= 1, next <= maxPrimaryKey else { throw r.corrupt("next primary key \(next) is out of range") }
-            s.tables[entity, default: Table(indexesReady: false)].nextKey = max(s.tables[entity]?.nextKey ?? 1, next)
+            try modify(&s.tables[entity, default: Table(indexesReady: false)]) { table throws(FileStoreError) in
+                table.nextKey = max(table.nextKey, next)
+                table.rows.reserveKeys(below: table.nextKey)
+            }
         }
         let entries = Int(try r.u32())
         // Rows of one entity usually come together: keep that entity's table out of the

@@ -71,11 +71,26 @@ public final class FileStore: PersistentStore {
     let indexedColumns: [Int32: [Int]]
     let state: Lock<State>
 
+    /// Where a row's encoded values are in the image, and its version.
+    ///
+    /// 20 bytes (24 as an optional): the length is stored in 32 bits, as the format does.
+    /// Row tables hold one per key, so this size is most of a table's memory and of the
+    /// page faults of building one at open.
     struct RowRef {
         /// Offset of the encoded values in the image.
         var offset: Int
-        var length: Int
         var version: Int64
+        private var length32: UInt32
+
+        init(offset: Int, length: Int, version: Int64) {
+            assert(length >= 0 && length <= Int(UInt32.max), "a row's length fits the format's u32")
+            self.offset = offset
+            self.version = version
+            self.length32 = UInt32(truncatingIfNeeded: length)
+        }
+
+        /// Length of the encoded values in bytes.
+        var length: Int { Int(length32) }
     }
 
     struct Table {
@@ -96,9 +111,11 @@ public final class FileStore: PersistentStore {
         var file: (any StoreFile)?
         var lockFile: (any StoreFile)?
         /// The whole store file as it is on disk.
-        var image: [UInt8]
+        var image: StoreImage
         var tables: [Int32: Table] = [:]
         var sequence: UInt64 = 0
+        /// The file's format version (from its header): records appended use its checksum.
+        var formatVersion = FileStoreFormat.version
         /// Bytes of the file that hold live rows (what a compaction would write).
         var liveBytes: Int = 0
         /// Set when a failed write may have left bytes past the image's end.
@@ -194,7 +211,7 @@ public final class FileStore: PersistentStore {
                 s.lockFile = nil
             }
             guard let file = s.file else { return }
-            let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [])
+            let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [], version: s.formatVersion)
             do {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
                 try file.write(record, at: s.image.count)

@@ -16,6 +16,8 @@ public protocol StoreFileSystem: Sendable {
     func remove(_ path: String) throws
     /// Makes the directory entry changes in `directory` durable (`fsync` of the directory).
     func syncDirectory(_ directory: String) throws
+    /// The identity of the file at `path`; `nil` when unknown. (A default is provided.)
+    func identity(ofPath path: String) -> FileIdentity?
 }
 
 /// An open file of the store.
@@ -34,6 +36,10 @@ public protocol StoreFile: AnyObject, Sendable {
     func tryLock() throws -> Bool
     /// Closes the file (and releases its lock).
     func close()
+    /// The identity of the open file; `nil` when unknown. (A default is provided.)
+    func identity() -> FileIdentity?
+    /// Maps the file read-only; `nil` when this file layer cannot. (A default is provided.)
+    func map(capacity: Int) throws -> StoreFileMapping?
 }
 
 /// Which file an open file or a path is (device and inode), to notice a path that now
@@ -60,6 +66,36 @@ extension StoreFileSystem {
 extension StoreFile {
     /// The identity of the open file; `nil` when unknown.
     public func identity() -> FileIdentity? { nil }
+
+    /// Maps the file read-only into memory, reserving `capacity` bytes of address space so
+    /// that later appends to the file show up in the mapping; `nil` when this file layer
+    /// cannot map (the store then reads the file into memory instead).
+    public func map(capacity: Int) throws -> StoreFileMapping? { nil }
+}
+
+/// A read-only memory mapping of a store file, unmapped when released.
+///
+/// Only bytes the file holds may be read through it: pages past the end of the file are
+/// not backed. Bytes written to the file later (with `write(_:at:)`) appear in the mapping
+/// at their offsets, as long as they lie within ``capacity``.
+public final class StoreFileMapping: @unchecked Sendable {
+    // @unchecked Sendable: both stored properties are immutable after init, and the memory
+    // is mapped PROT_READ: no thread can write through the pointer, so sharing it is safe.
+    // The unmap closure runs once, in deinit, when no other reference remains.
+    /// The first byte of the mapping.
+    public let base: UnsafeRawPointer
+    /// The size of the mapping in bytes (it may extend past the end of the file).
+    public let capacity: Int
+    private let unmap: @Sendable (UnsafeRawPointer, Int) -> Void
+
+    /// Wraps a mapping of `capacity` bytes at `base`; `unmap` releases it.
+    public init(base: UnsafeRawPointer, capacity: Int, unmap: @escaping @Sendable (UnsafeRawPointer, Int) -> Void) {
+        self.base = base
+        self.capacity = capacity
+        self.unmap = unmap
+    }
+
+    deinit { unmap(base, capacity) }
 }
 
 /// A failure of a file operation, with the path, the operation and `errno`.
