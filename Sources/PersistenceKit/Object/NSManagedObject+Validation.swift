@@ -49,46 +49,51 @@ extension NSManagedObject {
     func validatePropertyConstraints() throws {
         prepareForAccess("validateForInsert/Update()")
         var errors: [CoreDataError] = []
-        for (i, p) in entity.properties.enumerated() where !p.isTransient {
-            if p is NSAttributeDescription {
-                if !p.isOptional, case .value(.null) = slots[i] {
+        let properties = entity.properties
+        let checked = entity.isSealed ? entity.constrainedSlots : NSEntityDescription.constrainedSlots(in: properties)
+        for (i, isAttribute) in checked {
+            if isAttribute {
+                if case .value(.null) = slots[i] {
+                    let p = properties[i]
                     errors.append(
                         CoreDataError(
                             .validationMissingMandatoryProperty, objectID: objectID, key: p.name,
                             "'\(entity.name).\(p.name)' is required but has no value; set it before saving."))
                 }
-            } else if let r = p as? NSRelationshipDescription {
-                if r.isToMany {
-                    let n = toManyCount(at: i)
-                    if n < r.minCount || (!r.isOptional && n == 0) {
-                        errors.append(
-                            CoreDataError(
-                                .validationRelationshipLacksMinimumCount, objectID: objectID, key: p.name,
-                                "'\(entity.name).\(p.name)' has \(n) object(s) but needs at least \(max(r.minCount, 1))."))
-                    }
-                    if r.maxCount > 0, n > r.maxCount {
-                        errors.append(
-                            CoreDataError(
-                                .validationRelationshipExceedsMaximumCount, objectID: objectID, key: p.name,
-                                "'\(entity.name).\(p.name)' has \(n) object(s) but allows at most \(r.maxCount)."))
-                    }
-                } else if !r.isOptional {
-                    let empty: Bool
-                    switch slots[i] {
-                    case let .toOne(o): empty = o == nil
-                    case let .unresolvedToOne(row): empty = row == nil
-                    default: empty = true
-                    }
-                    if empty {
-                        errors.append(
-                            CoreDataError(
-                                .validationMissingMandatoryProperty, objectID: objectID, key: p.name,
-                                "'\(entity.name).\(p.name)' is a required relationship but is empty; set it before saving."))
-                    }
+                continue
+            }
+            guard let r = properties[i] as? NSRelationshipDescription else { continue }
+            let p = r
+            if r.isToMany {
+                let n = toManyCount(at: i)
+                if n < r.minCount || (!r.isOptional && n == 0) {
+                    errors.append(
+                        CoreDataError(
+                            .validationRelationshipLacksMinimumCount, objectID: objectID, key: p.name,
+                            "'\(entity.name).\(p.name)' has \(n) object(s) but needs at least \(max(r.minCount, 1))."))
+                }
+                if r.maxCount > 0, n > r.maxCount {
+                    errors.append(
+                        CoreDataError(
+                            .validationRelationshipExceedsMaximumCount, objectID: objectID, key: p.name,
+                            "'\(entity.name).\(p.name)' has \(n) object(s) but allows at most \(r.maxCount)."))
+                }
+            } else if !r.isOptional {
+                let empty: Bool
+                switch slots[i] {
+                case let .toOne(o): empty = o == nil
+                case let .unresolvedToOne(row): empty = row == nil
+                default: empty = true
+                }
+                if empty {
+                    errors.append(
+                        CoreDataError(
+                            .validationMissingMandatoryProperty, objectID: objectID, key: p.name,
+                            "'\(entity.name).\(p.name)' is a required relationship but is empty; set it before saving."))
                 }
             }
         }
-        if let error = CoreDataError.combining(errors) { throw error }
+        if !errors.isEmpty, let error = CoreDataError.combining(errors) { throw error }
     }
 
     /// Built-in check for deletion: deny rules.
