@@ -78,21 +78,23 @@ extension NSManagedObjectContext {
         let store = try coordinator.primaryStore(for: "fetch(_:)")
         let pending = request.includesPendingChanges
         if pending { processPendingChanges() }
-        let storeFilter = request.filter?.storeFilter(for: entity)
+        let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
+        let storeFilter = requestFilter?.storeFilter(for: entity)
         let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
         var matches: [NSManagedObject] = []
         var unfiltered: [NSManagedObject] = []
         registeredByID.reserveCapacity(registeredByID.count + rows.count)
+        let storeIdentifier = store.identifier
         for row in rows {
-            let o = register(row, entity: entity, store: store)
+            let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
             if pending && o.flags.contains(.deleted) { continue }
-            if storeFilter == nil || request.filter == nil {
+            if storeFilter == nil || requestFilter == nil {
                 unfiltered.append(o)
             } else if !(pending && o.hasChangesUnchecked) {
                 matches.append(o)  // the store matched its saved values, which are its values
             }
         }
-        if let filter = request.filter {
+        if let filter = requestFilter {
             var inMemory = unfiltered
             if storeFilter != nil && pending {
                 // Changed objects: their saved values may no longer be their values.

@@ -3,12 +3,21 @@ import Foundation
 extension NSManagedObjectContext {
     /// The entity that the context's model maps `type` to, or a trap naming the class.
     func entityDescription(for type: NSManagedObject.Type) -> NSEntityDescription {
-        guard let entity = coordinator.managedObjectModel.entity(for: type) else {
+        // Objects are usually created many of one class in a row: remember the last answer
+        // (for this coordinator generation) instead of hashing the class each time.
+        let model = coordinator.managedObjectModel
+        if entityCache.type == ObjectIdentifier(type), entityCache.generation == coordinatorCacheGeneration,
+            let e = entityCache.entity
+        {
+            return e
+        }
+        guard let entity = model.entity(for: type) else {
             preconditionFailure(
                 "PersistenceKit: \(type).init(context:) — the model of context '\(debugName)' has no entity for class "
                     + "\(type). Rule: build the model from this class (NSManagedObjectModel(managedObjectClasses:)) or "
                     + "set an entity's managedObjectClass to it.")
         }
+        entityCache = (coordinatorCacheGeneration, ObjectIdentifier(type), entity)
         return entity
     }
 
@@ -149,8 +158,8 @@ extension NSManagedObjectContext {
 
     /// Registers (or updates) the object for a fetched row, leaving it a fault that holds
     /// the row. A registered object with unsaved changes keeps its changes.
-    func register(_ row: StoreRow, entity: NSEntityDescription, store: any PersistentStore) -> NSManagedObject {
-        let id = NSManagedObjectID(entity: entity, row: row.id, store: store.identifier)
+    func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
+        let id = NSManagedObjectID(entity: entity, row: row.id, store: storeIdentifier)
         if let o = registeredByID[id] {
             if o.flags.contains(.fault) { o.snapshot = row }
             return o

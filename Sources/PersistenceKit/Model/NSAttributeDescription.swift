@@ -6,13 +6,13 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     // @unchecked Sendable: same proof as NSPropertyDescription (immutable once sealed).
 
     /// The attribute's storage type.
-    public var attributeType: NSAttributeType = .undefinedAttributeType {
+    @exclusivity(unchecked) public var attributeType: NSAttributeType = .undefinedAttributeType {
         didSet { checkMutable() }
     }
 
     /// Whether fetches may use an index on this attribute. The in-memory store scans; the
     /// file store keeps an index for attributes marked indexed.
-    public var isIndexed: Bool = false {
+    @exclusivity(unchecked) public var isIndexed: Bool = false {
         didSet { checkMutable() }
     }
 
@@ -33,7 +33,7 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
 
     /// The default value in stored form (`.null` when there is none); `nil` when the given
     /// default does not convert to the attribute type.
-    var defaultStoreValue: StoreValue? = .null
+    @exclusivity(unchecked) var defaultStoreValue: StoreValue? = .null
 
     /// Creates an attribute description with the given name; set its type and options
     /// before adding it to an entity.

@@ -13,19 +13,26 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     // key-path caches `storageKeyPathIndex` and `wrappedKeyPathIndex`, is behind Locks
     // (`storageSlotCache` is safe by its own atomic publication).
 
+    // `@exclusivity(unchecked)` on the stored properties below: they are written only while
+    // the model is being built (one thread, one statement at a time; the observers only read
+    // the model reference) and by `seal(index:)` under the model's seal lock, and are
+    // read-only afterwards, so accesses never overlap. The run-time checks they replace ran
+    // on every object created, validated and faulted (measured: about 5% of the instructions
+    // of inserting and saving 100,000 objects).
+
     /// The entity's name, unique in its model.
-    public var name: String {
+    @exclusivity(unchecked) public var name: String {
         didSet { checkMutable() }
     }
 
     /// The name of the class whose instances represent this entity's objects.
-    public var managedObjectClassName: String {
+    @exclusivity(unchecked) public var managedObjectClassName: String {
         didSet { checkMutable() }
     }
 
     /// The class whose instances represent this entity's objects (`NSManagedObject` unless a
     /// subclass was registered).
-    public var managedObjectClass: NSManagedObject.Type {
+    @exclusivity(unchecked) public var managedObjectClass: NSManagedObject.Type {
         didSet {
             checkMutable()
             managedObjectClassName = String(describing: managedObjectClass)
@@ -33,7 +40,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     }
 
     /// The entity's properties, in storage order. Setting it makes this entity their owner.
-    public var properties: [NSPropertyDescription] {
+    @exclusivity(unchecked) public var properties: [NSPropertyDescription] {
         didSet {
             checkMutable()
             for p in properties { p.entity = self }
@@ -48,14 +55,14 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     /// The entity's index in the sealed model (entities are indexed in name order); set
     /// last when the entity is sealed, so it doubles as the entity's sealed flag.
-    var index: Int32 = -1
+    @exclusivity(unchecked) var index: Int32 = -1
 
     /// Whether the entity's model is sealed and its lookup tables are built. A plain read:
     /// the hot paths asked the model instead, which took a weak load and a lock per object.
     var isSealed: Bool { index >= 0 }
 
     /// Property name → storage index; filled when the model is sealed.
-    private(set) var indexByName: [String: Int] = [:]
+    @exclusivity(unchecked) private(set) var indexByName: [String: Int] = [:]
 
     /// What each slot holds, by index; filled when the model is sealed so that hot paths
     /// (faulting, saving) need no dynamic casts of property descriptions.
@@ -65,11 +72,11 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     }
 
     /// The kind of each slot (sealed models only).
-    private(set) var slotKinds: [SlotKind] = []
+    @exclusivity(unchecked) private(set) var slotKinds: [SlotKind] = []
     /// The slots of a new object: default values and empty relationships (sealed models only).
-    private(set) var defaultSlots: ContiguousArray<Slot> = []
+    @exclusivity(unchecked) private(set) var defaultSlots: ContiguousArray<Slot> = []
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
-    private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
+    @exclusivity(unchecked) private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
 
     /// Indexes of the properties that built-in validation checks: required persistent
     /// attributes, and relationships that are required or have count limits. (Validating

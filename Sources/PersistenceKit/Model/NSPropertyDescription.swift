@@ -11,20 +11,22 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     // @unchecked Sendable: every stored property is written only before the owning model is
     // sealed (setters call `checkMutable()`, which traps afterwards), and a model is sealed
     // before it is shared with a coordinator, so concurrent access only ever reads.
+    // The same facts make `@exclusivity(unchecked)` safe (see NSEntityDescription): no two
+    // accesses of one of these properties ever overlap.
 
     /// The property's name, unique within its entity.
-    public var name: String {
+    @exclusivity(unchecked) public var name: String {
         didSet { checkMutable() }
     }
 
     /// Whether the property may be `nil` (or, for a to-many relationship, empty) when saved.
-    public var isOptional: Bool = true {
+    @exclusivity(unchecked) public var isOptional: Bool = true {
         didSet { checkMutable() }
     }
 
     /// Whether the property is transient: kept in memory by objects but never written to a
     /// store.
-    public var isTransient: Bool = false {
+    @exclusivity(unchecked) public var isTransient: Bool = false {
         didSet { checkMutable() }
     }
 
@@ -32,7 +34,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     public internal(set) weak var entity: NSEntityDescription?
 
     /// The property's position in its entity's storage, assigned when the model is sealed.
-    var index: Int = -1
+    @exclusivity(unchecked) var index: Int = -1
 
     init(name: String) {
         self.name = name

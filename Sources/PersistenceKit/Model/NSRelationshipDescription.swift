@@ -53,18 +53,18 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     }
 
     /// What deleting the source object does to the destination objects.
-    public var deleteRule: NSDeleteRule = .nullifyDeleteRule {
+    @exclusivity(unchecked) public var deleteRule: NSDeleteRule = .nullifyDeleteRule {
         didSet { checkMutable() }
     }
 
     /// The minimum number of destination objects for a valid save (to-many only; 0 for none).
-    public var minCount: Int = 0 {
+    @exclusivity(unchecked) public var minCount: Int = 0 {
         didSet { checkMutable() }
     }
 
     /// The maximum number of destination objects: 1 makes the relationship to-one, 0 means
     /// no limit.
-    public var maxCount: Int = 1 {
+    @exclusivity(unchecked) public var maxCount: Int = 1 {
         didSet { checkMutable() }
     }
 

@@ -71,7 +71,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         }
     }
 
-    private final weak var storedContext: NSManagedObjectContext?
+    @exclusivity(unchecked) private final weak var storedContext: NSManagedObjectContext?
 
     /// The owning context's queue, held strongly so that the queue check on every property
     /// access needs no weak-reference load (measured: the weak load was the largest single

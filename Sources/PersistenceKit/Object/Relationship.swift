@@ -17,11 +17,11 @@ import Foundation
 /// objects without copying the set.
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
-    let inverse: String
-    let deleteRule: NSDeleteRule
-    let minCount: Int
-    let maxCount: Int
-    let isOptional: Bool
+    @usableFromInline let inverse: String
+    @usableFromInline let deleteRule: NSDeleteRule
+    @usableFromInline let minCount: Int
+    @usableFromInline let maxCount: Int
+    @usableFromInline let isOptional: Bool
     @usableFromInline var slot: Int = -1
     @usableFromInline var isProbe: Bool = false
 
@@ -33,6 +33,9 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     ///   - isOptional: Whether a save may leave the relationship empty.
     ///   - minCount: For to-many relationships, the fewest objects a save allows.
     ///   - maxCount: For to-many relationships, the most objects a save allows (0: no limit).
+    ///
+    /// @inlinable for the reason given on `Attribute`'s initializers.
+    @inlinable
     public init(
         inverse: String, deleteRule: NSDeleteRule = .nullifyDeleteRule, isOptional: Bool = true,
         minCount: Int = 0, maxCount: Int = 0
@@ -45,6 +48,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     }
 
     /// Declares a relationship with an initial value (which must be empty: `nil` or `[]`).
+    @inlinable
     public init(
         wrappedValue: Value, inverse: String, deleteRule: NSDeleteRule = .nullifyDeleteRule,
         isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0
