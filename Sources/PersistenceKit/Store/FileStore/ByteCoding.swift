@@ -91,6 +91,19 @@ struct ByteReader {
     }
 
     mutating func i32() throws(FileStoreError) -> Int32 { Int32(bitPattern: try u32()) }
+
+    /// A row entry's header: u8 op, i32 entity, i64 primary key, i64 version (21 bytes).
+    @inline(__always)
+    mutating func entryHeader() throws(FileStoreError) -> (op: UInt8, entity: Int32, pk: Int64, version: Int64) {
+        try need(21)
+        defer { position += 21 }
+        return (
+            base[position],
+            Int32(bitPattern: base.loadUnaligned(fromByteOffset: position + 1, as: UInt32.self).littleEndian),
+            Int64(bitPattern: base.loadUnaligned(fromByteOffset: position + 5, as: UInt64.self).littleEndian),
+            Int64(bitPattern: base.loadUnaligned(fromByteOffset: position + 13, as: UInt64.self).littleEndian)
+        )
+    }
     mutating func i64() throws(FileStoreError) -> Int64 { Int64(bitPattern: try u64()) }
 
     mutating func bytes(_ n: Int) throws(FileStoreError) -> UnsafeRawBufferPointer {

@@ -251,10 +251,8 @@ extension FileStore {
             s.liveBytes += liveDelta
         }
         for _ in 0..<entries {
-            let opByte = try r.u8()
-            let entity = try r.i32()
-            let pk = try r.i64()
-            let version = try r.i64()
+            // The 21-byte entry header in one bounds check (reopening runs this for every row).
+            let (opByte, entity, pk, version) = try r.entryHeader()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
             guard pk >= 1, pk < maxPrimaryKey else { throw r.corrupt("primary key \(pk) is out of range") }
             guard version >= 0, version < Int64.max / 2 else { throw r.corrupt("row version \(version) is out of range") }
@@ -262,7 +260,7 @@ extension FileStore {
             case .put:
                 let length = Int(try r.u32())
                 let start = r.position
-                try r.skip(length)
+                try r.skip(length)  // a huge length fails here: `need` rejects it
                 let ref = RowRef(offset: start, length: length, version: version)
                 if entity != currentEntity {
                     flush()

@@ -25,13 +25,21 @@ struct RowTable {
 
     /// Sets the row for `pk`; returns the row it replaced.
     @discardableResult
+    @inline(__always)
     mutating func updateValue(_ ref: FileStore.RowRef, forKey pk: Int64) -> FileStore.RowRef? {
         if pk >= 0 && pk < dense.count {
-            let old = dense[Int(pk)]
-            dense[Int(pk)] = ref
+            let old = dense.withUnsafeMutableBufferPointer { slots in
+                let old = slots[Int(pk)]
+                slots[Int(pk)] = ref
+                return old
+            }
             if old == nil { count += 1 }
             return old
         }
+        return updateValueSlowPath(ref, forKey: pk)
+    }
+
+    private mutating func updateValueSlowPath(_ ref: FileStore.RowRef, forKey pk: Int64) -> FileStore.RowRef? {
         if pk >= 0 && pk < denseLimit {
             grow(toCover: pk)
             dense[Int(pk)] = ref
@@ -99,3 +107,4 @@ struct RowTable {
         }
     }
 }
+
