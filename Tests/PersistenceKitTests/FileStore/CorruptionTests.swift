@@ -73,8 +73,21 @@ import Glibc
         let bytes = try Self.makeCleanStore(folder.storeURL)
         let records = FSSupport.recordOffsets(bytes)
         #expect(records.count == 4)
-        #expect(records.last.map { $0 + 24 } == bytes.count, "the file ends with an empty close record")
         #expect(bytes[records[3] + 4] == 3, "the last record is a close record")
+        // Its payload holds the live rows per entity (entity order: Author, Book, Cover,
+        // Shelf): u16 count, then i32 entity + i64 rows each.
+        let close = records[3]
+        let length = Int(FSSupport.u32(bytes, at: close + 8))
+        #expect(close + 24 + length == bytes.count, "the close record ends the file")
+        var counts: [Int32: Int64] = [:]
+        let n = Int(bytes[close + 20]) | Int(bytes[close + 21]) << 8
+        #expect(length == 2 + 12 * n)
+        for i in 0..<n {
+            let at = close + 22 + 12 * i
+            let entity = Int32(bitPattern: FSSupport.u32(bytes, at: at))
+            counts[entity] = Int64(FSSupport.u32(bytes, at: at + 4)) | Int64(FSSupport.u32(bytes, at: at + 8)) << 32
+        }
+        #expect(counts.filter { $0.value > 0 } == [0: 1, 1: 4, 3: 1])
         #expect(FSSupport.u32(bytes, at: 60) == FSSupport.crc32(bytes[0..<60]))
         #expect(try Self.openError(folder.storeURL) == nil)
     }
@@ -194,7 +207,9 @@ import Glibc
         let books = try FSSupport.books(container)
         #expect(books.map(\.title).sorted() == ["Ode 0", "Ode 1", "Ode 2"])
         try FSSupport.close(container)
-        #expect(try FSSupport.bytes(folder.storeURL).count == records[2] + 24, "cut at the unfinished record, plus a close record")
+        let after = try FSSupport.bytes(folder.storeURL)
+        #expect(FSSupport.recordOffsets(after) == Array(records[0...2]), "cut at the unfinished record, then a close record")
+        #expect(after[records[2] + 4] == 3)
     }
 
     // MARK: Wrong magic, newer version, random bytes

@@ -8,7 +8,7 @@ extension FileStore {
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
         try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
-            try checkOpen(s)
+            try prepare(&s)
             let n = Int64(max(count, 1))
             var table = s.tables[entity] ?? Table()
             s.tables[entity] = nil
@@ -22,7 +22,7 @@ extension FileStore {
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
-            try checkOpen(s)
+            try prepare(&s)
             var conflicts: [StoreConflict] = []
             for row in transaction.updates {
                 let current = s.tables[row.id.entity]?.rows[row.id.primaryKey]

@@ -15,7 +15,7 @@ extension FileStore {
     /// Compacts the file now, whatever its size.
     public func compact() throws {
         try state.withLock { s throws(FileStoreError) in
-            try checkOpen(s)
+            try prepare(&s)
             try compact(&s)
         }
     }
@@ -79,7 +79,8 @@ extension FileStore {
             throw error
         }
         var fresh = State(file: file, lockFile: s.lockFile, image: StoreImage(bytes: image, mappingFrom: file))
-        _ = try Self.replay(&fresh, path: path, model: model, tolerant: true, indexedColumns: indexedColumns)
+        _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
+        try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
         fresh.sequence = s.sequence
         fresh.compactions = s.compactions + 1
         s.file?.close()

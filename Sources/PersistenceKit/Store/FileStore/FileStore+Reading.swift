@@ -13,7 +13,7 @@ extension FileStore {
     /// See ``PersistentStore``.
     public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
         try state.withLock { s throws(FileStoreError) -> StoreRow? in
-            try checkOpen(s)
+            try prepare(&s)
             guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
             return try decodeRow(id, ref, s.image)
         }
@@ -22,7 +22,7 @@ extension FileStore {
     /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
-            try checkOpen(s)
+            try prepare(&s)
             let keys = try candidateKeys(entity: entity, filter: filter, in: &s)
             guard let rows = s.tables[entity]?.rows else { return [] }
             let conditions = filter?.conditions ?? []
@@ -52,6 +52,10 @@ extension FileStore {
         guard let filter else {
             return try state.withLock { s throws(FileStoreError) -> Int in
                 try checkOpen(s)
+                // Nothing changed since a clean close: its counts are the answer, and the row
+                // tables can wait for the first query that needs rows.
+                if !s.unapplied.isEmpty, let counts = s.closeCounts { return counts[entity] ?? 0 }
+                try materialize(&s)
                 return s.tables[entity]?.rows.count ?? 0
             }
         }

@@ -116,6 +116,12 @@ public final class FileStore: PersistentStore {
         var sequence: UInt64 = 0
         /// The file's format version (from its header): records appended use its checksum.
         var formatVersion = FileStoreFormat.version
+        /// Payloads of records that opening verified but did not apply yet, in file order.
+        /// Applied (and emptied) by `materialize(_:)` before anything reads or writes rows.
+        var unapplied: [Range<Int>] = []
+        /// Live rows per entity, from the clean-close record that ends the file; valid while
+        /// `unapplied` is not empty (nothing has changed since the store opened).
+        var closeCounts: [Int32: Int]?
         /// Bytes of the file that hold live rows (what a compaction would write).
         var liveBytes: Int = 0
         /// Set when a failed write may have left bytes past the image's end.
@@ -186,11 +192,20 @@ public final class FileStore: PersistentStore {
     /// Number of compactions this store ran since it opened.
     public var compactionCount: Int { state.withLock { $0.compactions } }
 
+    /// Whether the row tables are built (opening defers them to the first use that needs
+    /// rows). For tests and diagnostics.
+    var isMaterialized: Bool { state.withLock { $0.unapplied.isEmpty } }
+
     /// The current size of the store file in bytes.
     public var fileSize: Int { state.withLock { $0.image.count } }
 
     /// The bytes of live rows, as a compaction would write them.
-    public var liveDataSize: Int { state.withLock { $0.liveBytes } }
+    public var liveDataSize: Int {
+        state.withLock { s in
+            try? materialize(&s)
+            return s.liveBytes
+        }
+    }
 
     /// Closes the store: marks the file as cleanly closed, releases the lock, and removes
     /// the `-lock` sidecar. Later calls on the store throw ``FileStoreError/Kind/closed``.
@@ -211,7 +226,11 @@ public final class FileStore: PersistentStore {
                 s.lockFile = nil
             }
             guard let file = s.file else { return }
-            let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: [], version: s.formatVersion)
+            // The close record carries the live row counts (format 2), so that the next open
+            // can answer an unfiltered count before it builds any row table.
+            let counts = s.unapplied.isEmpty ? s.tables.mapValues { $0.rows.count } : s.closeCounts
+            let payload = s.formatVersion >= 2 ? counts.map(FileStoreFormat.encodeCounts) ?? [] : []
+            let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: payload, version: s.formatVersion)
             do {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
                 try file.write(record, at: s.image.count)
@@ -228,6 +247,13 @@ public final class FileStore: PersistentStore {
         Self.openStores.withLock { stores in
             if stores[path]?.store === self || stores[path]?.store == nil { stores[path] = nil }
         }
+    }
+
+    /// Checks that the store is open and builds the row tables if opening deferred them.
+    /// Every entry point that reads or writes rows calls this first.
+    func prepare(_ s: inout State) throws(FileStoreError) {
+        try checkOpen(s)
+        try materialize(&s)
     }
 
     func checkOpen(_ s: borrowing State) throws(FileStoreError) {

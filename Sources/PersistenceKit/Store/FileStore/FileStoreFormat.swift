@@ -52,6 +52,34 @@ enum FileStoreFormat {
         return w.bytes
     }
 
+    /// A clean-close payload (format 2): u16 entity count, then per entity i32 index and
+    /// i64 live rows, in entity order.
+    static func encodeCounts(_ counts: [Int32: Int]) -> [UInt8] {
+        var w = ByteWriter(capacity: 2 + 12 * counts.count)
+        w.u16(UInt16(counts.count))
+        for (entity, rows) in counts.sorted(by: { $0.key < $1.key }) {
+            w.i32(entity)
+            w.i64(Int64(rows))
+        }
+        return w.bytes
+    }
+
+    /// Reads a clean-close payload; `nil` when it is empty (format 1, or counts unknown).
+    static func decodeCounts(_ r: inout ByteReader, entityCount: Int32) throws(FileStoreError) -> [Int32: Int]? {
+        guard r.remaining > 0 else { return nil }
+        var counts: [Int32: Int] = [:]
+        for _ in 0..<Int(try r.u16()) {
+            let entity = try r.i32()
+            let rows = try r.i64()
+            guard entity >= 0, entity < entityCount, rows >= 0, rows < 1 << 62, counts[entity] == nil else {
+                throw r.corrupt("the clean-close record's row counts are malformed")
+            }
+            counts[entity] = Int(rows)
+        }
+        guard r.remaining == 0 else { throw r.corrupt("the clean-close record has trailing bytes") }
+        return counts
+    }
+
     /// The checksum a record of a file of format `version` carries over `bytes`.
     static func recordChecksum(_ bytes: UnsafeRawBufferPointer, version: UInt32) -> UInt32 {
         version >= 2 ? RecordChecksum.checksum(bytes) : CRC32.checksum(bytes)
