@@ -62,12 +62,12 @@ extension FileStore {
                 w.i32(row.id.entity)
                 w.i64(row.id.primaryKey)
                 w.i64(version)
-                let lengthAt = w.bytes.count
+                let lengthAt = w.count
                 w.u32(0)
-                let start = w.bytes.count
+                let start = w.count
                 FileStoreFormat.encode(row.values, into: &w)
-                w.patch32(UInt32(w.bytes.count - start), at: lengthAt)
-                placed.append((row.id, start, w.bytes.count - start, version))
+                w.patch32(UInt32(w.count - start), at: lengthAt)
+                placed.append((row.id, start, w.count - start, version))
                 committed.append(StoreRow(id: row.id, version: version, values: row.values))
             }
             for row in transaction.inserts { put(row, version: 1) }
@@ -91,10 +91,39 @@ extension FileStore {
             }
             let image = s.image
             try image.withBytes { buf throws(FileStoreError) in
-                for p in placed {
-                    let ref = RowRef(offset: payloadStart + p.offset, length: p.length, version: p.version)
-                    try Self.putRow(ref, entity: p.id.entity, pk: p.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+                // Rows of one entity come together: take its table out of the dictionary once
+                // per run, and index the values the transaction carries instead of decoding
+                // them again (measured: per-row dictionary lookups and decoding were half of
+                // applying a 100,000-row save).
+                var entity: Int32 = -1
+                var table = Table()
+                var columns: [Int]?
+                var delta = 0
+                func flush() {
+                    if entity >= 0 { s.tables[entity] = table }
+                    entity = -1
                 }
+                for (p, row) in zip(placed, committed) {
+                    if p.id.entity != entity {
+                        flush()
+                        entity = p.id.entity
+                        table = s.tables.removeValue(forKey: entity) ?? Table()
+                        columns = indexedColumns[entity]
+                    }
+                    let pk = p.id.primaryKey
+                    let ref = RowRef(offset: payloadStart + p.offset, length: p.length, version: p.version)
+                    if let old = table.rows.updateValue(ref, forKey: pk) {
+                        delta -= Self.liveSize(old)
+                        if table.indexesReady, let columns { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
+                    }
+                    if pk >= table.nextKey { table.nextKey = pk + 1 }
+                    if table.indexesReady, let columns {
+                        for c in columns { table.indexes[c, default: AttributeIndex()].add(c < row.values.count ? row.values[c] : .null, pk) }
+                    }
+                    delta += Self.liveSize(ref)
+                }
+                flush()
+                s.liveBytes += delta
                 for d in transaction.deletes {
                     Self.removeRow(entity: d.id.entity, pk: d.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
                 }

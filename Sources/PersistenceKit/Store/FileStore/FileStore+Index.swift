@@ -7,8 +7,10 @@ struct AttributeIndex {
     var sortedValues: [StoreValue]?
 
     mutating func add(_ value: StoreValue, _ pk: Int64) {
-        if keysByValue[value] == nil { sortedValues = nil }
-        keysByValue[value, default: []].append(pk)
+        // One hash and lookup: the default's autoclosure runs only for a new value.
+        var isNewValue = false
+        keysByValue[value, default: { isNewValue = true; return [] }()].append(pk)
+        if isNewValue { sortedValues = nil }
     }
 
     mutating func remove(_ value: StoreValue, _ pk: Int64) {

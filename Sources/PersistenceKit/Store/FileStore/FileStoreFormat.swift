@@ -48,7 +48,7 @@ enum FileStoreFormat {
         w.raw(modelHash.prefix(16))
         w.raw(repeatElement(0, count: 16 - min(16, modelHash.count)))
         w.raw(repeatElement(0, count: 12))
-        w.u32(CRC32.checksum(w.bytes, 0..<60))
+        w.u32(w.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<60])) })
         return w.bytes
     }
 
@@ -105,11 +105,11 @@ enum FileStoreFormat {
     static func finishRecord(_ writer: ByteWriter, _ kind: RecordKind, sequence: UInt64, version: UInt32) -> [UInt8] {
         var w = writer
         w.patch32(recordMagic, at: 0)
-        w.bytes[4] = kind.rawValue
-        w.patch32(UInt32(w.bytes.count - recordHeaderSize), at: 8)
+        w.patch8(kind.rawValue, at: 4)
+        w.patch32(UInt32(w.count - recordHeaderSize), at: 8)
         w.patch32(UInt32(truncatingIfNeeded: sequence), at: 12)
         w.patch32(UInt32(truncatingIfNeeded: sequence >> 32), at: 16)
-        let sum = w.bytes.withUnsafeBytes { recordChecksum($0, version: version) }
+        let sum = w.withUnsafeBytes { recordChecksum($0, version: version) }
         w.u32(sum)
         return w.bytes
     }
