@@ -31,7 +31,12 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     }
 
     /// The entity the property belongs to; set when the property is added to an entity.
-    public internal(set) weak var entity: NSEntityDescription?
+    /// Like Core Data's, the reference does not keep the entity alive: read it only while
+    /// the entity exists (reading it after the entity is gone traps).
+    // `unowned`, not `weak`: a weak reference gives its target a side table, and every
+    // retain of an entity — each object created or fetched retains its entity — then took
+    // the runtime's slow path (measured: ~3% of inserting 100,000 objects).
+    public internal(set) unowned var entity: NSEntityDescription?
 
     /// The property's position in its entity's storage, assigned when the model is sealed.
     @exclusivity(unchecked) var index: Int = -1
