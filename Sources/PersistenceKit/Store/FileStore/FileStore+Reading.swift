@@ -23,27 +23,38 @@ extension FileStore {
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
             try prepare(&s)
-            let keys = try candidateKeys(entity: entity, filter: filter, in: &s)
-            guard let rows = s.tables[entity]?.rows else { return [] }
-            let conditions = filter?.conditions ?? []
             var result: [StoreRow] = []
-            result.reserveCapacity(conditions.isEmpty ? keys.count : keys.count / 4)
-            try s.image.withBytes { buf throws(FileStoreError) in
-                rowLoop: for pk in keys {
-                    guard let ref = rows[pk] else { continue }
-                    let range = ref.offset..<(ref.offset + ref.length)
-                    // Check the conditions on their own columns first; decode the whole row
-                    // only when it matches.
-                    for c in conditions {
-                        var r = ByteReader(buf, range: range, path: path)
-                        if !c.matches(value: try FileStoreFormat.decodeValue(at: c.property, &r)) { continue rowLoop }
-                    }
-                    var r = ByteReader(buf, range: range, path: path)
-                    result.append(
-                        StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
-                }
+            result.reserveCapacity(filter == nil ? (s.tables[entity]?.rows.count ?? 0) : 64)
+            try forEachMatch(entity: entity, filter: filter, in: &s) { pk, ref, r throws(FileStoreError) in
+                result.append(
+                    StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
             }
             return result
+        }
+    }
+
+    /// Calls `body` for each row of `entity` that passes `filter`, in primary-key order, with
+    /// a reader over the row's values. Conditions are checked on their own columns first, so
+    /// rows that fail are never decoded whole.
+    private func forEachMatch(
+        entity: Int32, filter: StoreFilter?, in s: inout State,
+        _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
+    ) throws(FileStoreError) {
+        try prepare(&s)
+        let keys = try candidateKeys(entity: entity, filter: filter, in: &s)
+        guard let rows = s.tables[entity]?.rows else { return }
+        let conditions = filter?.conditions ?? []
+        try s.image.withBytes { buf throws(FileStoreError) in
+            rowLoop: for pk in keys {
+                guard let ref = rows[pk] else { continue }
+                let range = ref.offset..<(ref.offset + ref.length)
+                for c in conditions {
+                    var r = ByteReader(buf, range: range, path: path)
+                    if !c.matches(value: try FileStoreFormat.decodeValue(at: c.property, &r)) { continue rowLoop }
+                }
+                var r = ByteReader(buf, range: range, path: path)
+                try body(pk, ref, &r)
+            }
         }
     }
 
@@ -59,7 +70,11 @@ extension FileStore {
                 return s.tables[entity]?.rows.count ?? 0
             }
         }
-        return try fetchRows(entity: entity, filter: filter).count
+        return try state.withLock { s throws(FileStoreError) -> Int in
+            var n = 0
+            try forEachMatch(entity: entity, filter: filter, in: &s) { _, _, _ throws(FileStoreError) in n += 1 }
+            return n
+        }
     }
 
     /// The primary keys to examine, in ascending order: from an index when a condition can
