@@ -24,8 +24,11 @@ public let NSFileStoreType = "PersistenceKitFile"
 /// - **Bounded size.** Before a save, when the file holds more than twice the live data, the
 ///   store compacts it into a fresh file (written beside it, then renamed over it).
 ///
-/// The whole file is read when the store opens (checksums are verified then) and kept in
-/// memory; rows are decoded when fetched.
+/// Opening maps the file into memory (or reads it, on file layers that cannot map) and
+/// verifies every record's checksum; the row tables are built on the first use that needs
+/// rows, and an unfiltered count right after a clean reopen comes from the counts the clean
+/// close wrote. Rows are decoded when fetched. Damage that checksums cannot catch (a
+/// checksum-valid record with impossible contents) is reported by that first use.
 public final class FileStore: PersistentStore {
     /// How hard a save works to reach the disk.
     public enum Durability: String, Sendable {
