@@ -93,7 +93,12 @@ public struct StoreFilter: Sendable, Hashable {
 
         /// Whether a value of the condition's property satisfies it.
         public func matches(value v: StoreValue) -> Bool {
-            let c = StoreValue.compare(v, value)
+            holds(StoreValue.compare(v, value))
+        }
+
+        /// Whether the condition holds for a value that compares to the constant as `c`.
+        @inline(__always)
+        func holds(_ c: ComparisonResult) -> Bool {
             switch op {
             case .equal: return c == .orderedSame
             case .notEqual: return c != .orderedSame

@@ -50,7 +50,7 @@ extension FileStore {
                 let range = ref.offset..<(ref.offset + ref.length)
                 for c in conditions {
                     var r = ByteReader(buf, range: range, path: path)
-                    if !c.matches(value: try FileStoreFormat.decodeValue(at: c.property, &r)) { continue rowLoop }
+                    if !(try FileStoreFormat.matches(c, &r)) { continue rowLoop }
                 }
                 var r = ByteReader(buf, range: range, path: path)
                 try body(pk, ref, &r)
