@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// Filtered scans judge numeric conditions straight from the encoded bytes; the answer must
+/// be the one `StoreValue.compare` gives for the decoded value, for every operator.
+@Suite struct ConditionMatchingTests {
+    static let values: [StoreValue] = [
+        .null, .integer(-5), .integer(0), .integer(7), .integer(.max), .double(-1.5), .double(0), .double(7),
+        .double(.infinity), .double(.nan), .bool(true), .string("7"), .date(Date(timeIntervalSinceReferenceDate: 7)),
+    ]
+    static let operators: [StoreFilter.Condition.Operator] = [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual]
+
+    @Test(arguments: [0, 2])
+    func encodedMatchingAgreesWithDecodedMatching(column: Int) throws {
+        for value in Self.values {
+            // A row whose `column` holds `value`, behind other columns to skip.
+            var row = [StoreValue](repeating: .string("skip me"), count: 3)
+            row[column] = value
+            var writer = ByteWriter()
+            FileStoreFormat.encode(row, into: &writer)
+            let bytes = writer.bytes
+            for constant in Self.values {
+                for op in Self.operators {
+                    let condition = StoreFilter.Condition(property: column, op, constant)
+                    let fromBytes = try bytes.withBytes { buf throws(FileStoreError) -> Bool in
+                        var r = ByteReader(buf, range: 0..<buf.count, path: "test")
+                        return try FileStoreFormat.matches(condition, &r)
+                    }
+                    #expect(fromBytes == condition.matches(value: value), "\(value) \(op) \(constant)")
+                }
+            }
+        }
+    }
+
+    @Test func aColumnPastTheRowsEndIsNull() throws {
+        var writer = ByteWriter()
+        FileStoreFormat.encode([.integer(1)], into: &writer)
+        let bytes = writer.bytes
+        let condition = StoreFilter.Condition(property: 3, .equal, .null)
+        let matched = try bytes.withBytes { buf throws(FileStoreError) -> Bool in
+            var r = ByteReader(buf, range: 0..<buf.count, path: "test")
+            return try FileStoreFormat.matches(condition, &r)
+        }
+        #expect(matched)
+    }
+}
