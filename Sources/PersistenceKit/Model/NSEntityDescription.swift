@@ -99,7 +99,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Guarded by its own lock: objects on any queue may resolve key paths concurrently.
     let storageKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
     /// The same answers by key path identity, without a lock (the fast path).
-    let storageSlotCache = KeyPathSlotCache()
+    @usableFromInline let storageSlotCache = KeyPathSlotCache()
 
     /// Caches which attribute a property key path (`\Book.title`) reads; -1 for none.
     let wrappedKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])

@@ -27,7 +27,6 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// Bit 0: indexed, bit 1: transient. A bit set, not a `Set`: wrappers are created for
     /// every object, and a `Set` would allocate each time.
     @usableFromInline let optionBits: UInt8
-    @usableFromInline var slot: Int = -1
     @usableFromInline var isProbe: Bool = false
 
     // The initializers are @inlinable: they run for every wrapper of every object created

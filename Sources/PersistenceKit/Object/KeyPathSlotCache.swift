@@ -18,18 +18,20 @@ import Synchronization
 /// When the array is full (more distinct key path objects than `capacity`, which only
 /// happens if the runtime makes fresh key path objects), lookups miss and callers use
 /// their slower path; answers are never wrong, only slower.
+@usableFromInline
 final class KeyPathSlotCache: Sendable {
-    private struct Entry {
-        var identity: ObjectIdentifier
+    @usableFromInline
+    struct Entry {
+        @usableFromInline var identity: ObjectIdentifier
         var keyPath: AnyKeyPath
-        var slot: Int
+        @usableFromInline var slot: Int
     }
 
     private let capacity: Int
     // Written only under `writeLock`, at indexes not yet published; read only below the
     // published count (see the type's comment).
-    private nonisolated(unsafe) let entries: UnsafeMutablePointer<Entry>
-    private let published = Atomic<Int>(0)
+    @usableFromInline nonisolated(unsafe) let entries: UnsafeMutablePointer<Entry>
+    @usableFromInline let published = Atomic<Int>(0)
     private let writeLock = Mutex<Void>(())
 
     init(capacity: Int = 64) {
@@ -42,8 +44,8 @@ final class KeyPathSlotCache: Sendable {
         entries.deallocate()
     }
 
-    /// The slot recorded for `keyPath`, or `nil`.
-    @inline(__always)
+    /// The slot recorded for `keyPath`, or `nil`. Inlined into property accessors.
+    @inlinable @inline(__always)
     func slot(for keyPath: AnyKeyPath) -> Int? {
         let id = ObjectIdentifier(keyPath)
         let n = published.load(ordering: .acquiring)

@@ -22,7 +22,6 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     @usableFromInline let minCount: Int
     @usableFromInline let maxCount: Int
     @usableFromInline let isOptional: Bool
-    @usableFromInline var slot: Int = -1
     @usableFromInline var isProbe: Bool = false
 
     /// Declares a relationship.
