@@ -690,3 +690,41 @@ final class MTDerived: MTBase {
         #expect(e.managedObjectClass == MTDerived.self)
     }
 }
+
+/// A property description refers to its entity without keeping it alive; the reference
+/// must read `nil` (never trap) once the property left the entity or the entity is gone.
+@Suite struct PropertyEntityReferenceTests {
+    @Test func aPropertyKnowsItsEntityWhileItBelongsToIt() {
+        let title = NSAttributeDescription(name: "title", type: .stringAttributeType)
+        let entity = NSEntityDescription(name: "Book", properties: [title])
+        #expect(title.entity === entity)
+    }
+
+    @Test func aRemovedPropertyForgetsItsEntity() {
+        let title = NSAttributeDescription(name: "title", type: .stringAttributeType)
+        let pages = NSAttributeDescription(name: "pages", type: .integer64AttributeType)
+        let entity = NSEntityDescription(name: "Book", properties: [title, pages])
+        entity.properties = [pages]
+        #expect(title.entity == nil)
+        #expect(pages.entity === entity)
+    }
+
+    @Test func aPropertyOutlivingItsEntityReadsNil() {
+        let title = NSAttributeDescription(name: "title", type: .stringAttributeType)
+        do {
+            let entity = NSEntityDescription(name: "Book", properties: [title])
+            #expect(title.entity === entity)
+        }
+        #expect(title.entity == nil)
+        title.name = "heading"  // setters check mutability through `entity`: must not trap
+        #expect(title.name == "heading")
+    }
+
+    @Test func aPropertyMovedToAnotherEntityNamesTheNewOne() {
+        let title = NSAttributeDescription(name: "title", type: .stringAttributeType)
+        let book = NSEntityDescription(name: "Book", properties: [title])
+        let note = NSEntityDescription(name: "Note", properties: [title])
+        book.properties = []
+        #expect(title.entity === note, "leaving Book does not clear the link to Note")
+    }
+}

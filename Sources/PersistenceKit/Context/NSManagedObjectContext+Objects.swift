@@ -3,6 +3,7 @@ import Foundation
 extension NSManagedObjectContext {
     /// The entity that the context's model maps `type` to, or a trap naming the class.
     func entityDescription(for type: NSManagedObject.Type) -> NSEntityDescription {
+        assertOnQueue("\(type).init(context:)")
         // Objects are usually created many of one class in a row: remember the last answer
         // (for this coordinator generation) instead of hashing the class each time.
         let model = coordinator.managedObjectModel

@@ -69,6 +69,10 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
     private mutating func remove(_ id: NSManagedObjectID) {
         var (hole, found) = find(id)
         guard found else { return }
+        // Held until the table is consistent again: releasing the last reference runs the
+        // object's deinit, which must not find the table half-shifted.
+        let removed = buckets[hole].object
+        defer { withExtendedLifetime(removed) {} }
         buckets[hole].object = nil
         count -= 1
         // Backward-shift: move later entries of the probe run into the hole when their home

@@ -43,6 +43,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     @exclusivity(unchecked) public var properties: [NSPropertyDescription] {
         didSet {
             checkMutable()
+            // Properties that left this entity stop naming it (their `entity` does not keep
+            // the entity alive, so a stale one must not outlive it).
+            for p in oldValue where !properties.contains(where: { $0 === p }) { p.detach(from: self) }
             for p in properties { p.entity = self }
         }
     }
@@ -53,13 +56,17 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// The model the entity belongs to, once it is added to one.
     public internal(set) weak var managedObjectModel: NSManagedObjectModel?
 
-    /// The entity's index in the sealed model (entities are indexed in name order); set
-    /// last when the entity is sealed, so it doubles as the entity's sealed flag.
+    /// The entity's index in the sealed model (entities are indexed in name order).
     @exclusivity(unchecked) var index: Int32 = -1
 
-    /// Whether the entity's model is sealed and its lookup tables are built. A plain read:
-    /// the hot paths asked the model instead, which took a weak load and a lock per object.
-    var isSealed: Bool { index >= 0 }
+    /// Set, with release ordering, after `seal(index:)` has built every lookup table.
+    private let sealedFlag = Atomic<Bool>(false)
+
+    /// Whether the entity's model is sealed and its lookup tables are built. One acquiring
+    /// load (a plain load on x86): the hot paths asked the model instead, which took a weak
+    /// load and a lock per object. Acquire pairs with the release in `seal(index:)`, so a
+    /// thread that sees `true` also sees the finished tables.
+    var isSealed: Bool { sealedFlag.load(ordering: .acquiring) }
 
     /// Property name → storage index; filled when the model is sealed.
     @exclusivity(unchecked) private(set) var indexByName: [String: Int] = [:]
@@ -112,6 +119,11 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         self.properties = []
     }
 
+    deinit {
+        // Properties may outlive their entity; they must not keep an unowned reference to it.
+        for p in properties { p.detach(from: self) }
+    }
+
     /// Creates an entity description with a name, a class and properties.
     public convenience init(
         name: String,
@@ -151,8 +163,10 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     }
 
     /// Returns the entity named `entityName` in the model of `context`'s coordinator, or `nil`.
+    /// Safe from any thread: it reads the coordinator through its lock, not the context's
+    /// queue-confined copy.
     public static func entity(forEntityName entityName: String, in context: NSManagedObjectContext) -> NSEntityDescription? {
-        context.coordinator.managedObjectModel.entitiesByName[entityName]
+        context.persistentStoreCoordinator?.managedObjectModel.entitiesByName[entityName]
     }
 
     /// Creates an object of the entity named `entityName` and inserts it into `context`.
@@ -162,7 +176,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             preconditionFailure(
                 "PersistenceKit: insertNewObject(forEntityName: \"\(entityName)\") — the model of context "
                     + "'\(context.debugName)' has no entity with that name. Known entities: "
-                    + context.coordinator.managedObjectModel.entities.map(\.name).sorted().joined(separator: ", "))
+                    + (context.persistentStoreCoordinator?.managedObjectModel.entities.map(\.name).sorted().joined(separator: ", ") ?? "none"))
         }
         return entity.managedObjectClass.init(entity: entity, insertInto: context)
     }
@@ -193,7 +207,10 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             return (p as? NSRelationshipDescription)?.isToMany == true ? .toMany : .toOne
         }
         constrainedSlots = Self.constrainedSlots(in: properties)
-        defer { self.index = index }
+        defer {
+            self.index = index
+            sealedFlag.store(true, ordering: .releasing)
+        }
         defaultSlots = ContiguousArray(
             properties.map { p -> Slot in
                 if let a = p as? NSAttributeDescription { return .value(a.defaultStoreValue ?? .null) }

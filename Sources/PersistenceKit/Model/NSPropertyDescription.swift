@@ -30,13 +30,33 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
         didSet { checkMutable() }
     }
 
-    /// The entity the property belongs to; set when the property is added to an entity.
-    /// Like Core Data's, the reference does not keep the entity alive: read it only while
-    /// the entity exists (reading it after the entity is gone traps).
+    /// The entity the property belongs to; set when the property is added to an entity, and
+    /// `nil` again once it is removed from it or the entity is gone. Like Core Data's, the
+    /// reference does not keep the entity alive.
+    public internal(set) var entity: NSEntityDescription? {
+        get { owner == nil ? nil : storedEntity }
+        set {
+            storedEntity = newValue
+            owner = newValue.map(ObjectIdentifier.init)
+        }
+    }
+
     // `unowned`, not `weak`: a weak reference gives its target a side table, and every
     // retain of an entity — each object created or fetched retains its entity — then took
-    // the runtime's slow path (measured: ~3% of inserting 100,000 objects).
-    public internal(set) unowned var entity: NSEntityDescription?
+    // the runtime's slow path (measured: ~3% of inserting 100,000 objects). An unowned
+    // reference traps if read after its target is gone, so the entity clears it (through
+    // `detach(from:)`) when it drops the property and in its deinit; `owner` says whether
+    // it is set without loading it.
+    private unowned var storedEntity: NSEntityDescription?
+    private var owner: ObjectIdentifier?
+
+    /// Forgets `entity` if it is this property's entity. Reads no reference to it, so the
+    /// entity may call this from its deinit.
+    func detach(from entity: NSEntityDescription) {
+        guard owner == ObjectIdentifier(entity) else { return }
+        owner = nil
+        storedEntity = nil
+    }
 
     /// The property's position in its entity's storage, assigned when the model is sealed.
     @exclusivity(unchecked) var index: Int = -1

@@ -79,8 +79,16 @@ extension FileStore {
             throw error
         }
         var fresh = State(file: file, lockFile: s.lockFile, image: StoreImage(bytes: image, mappingFrom: file))
-        _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
-        try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
+        do {
+            _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
+            try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
+        } catch {
+            // The old file is already replaced: carrying on with it would write saves to an
+            // unlinked file. Stop using this store object; the new file on disk is complete.
+            file.close()
+            s.closed = true
+            throw error
+        }
         fresh.sequence = s.sequence
         fresh.compactions = s.compactions + 1
         s.file?.close()

@@ -266,17 +266,24 @@ extension FileStore {
         var r = ByteReader(buf, range: payload, path: path)
         let entityCount = Int32(model.entities.count)
         let keyCount = Int(try r.u16())
+        var nextKeys: [(entity: Int32, next: Int64)] = []
         for _ in 0..<keyCount {
             let entity = try r.i32()
             let next = try r.i64()
             guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
             guard next >= 1, next <= maxPrimaryKey else { throw r.corrupt("next primary key \(next) is out of range") }
-            try modify(&s.tables[entity, default: Table(indexesReady: false)]) { table throws(FileStoreError) in
-                table.nextKey = max(table.nextKey, next)
-                table.rows.reserveKeys(below: table.nextKey)
-            }
+            nextKeys.append((entity, next))
         }
         let entries = Int(try r.u32())
+        for (entity, next) in nextKeys {
+            try modify(&s.tables[entity, default: Table(indexesReady: false)]) { table throws(FileStoreError) in
+                table.nextKey = max(table.nextKey, next)
+                // Room for this record's rows at once, but no more than it can fill: a key
+                // counter far above the live rows (after deletions) must not allocate a
+                // table for keys that hold nothing.
+                table.rows.reserveKeys(below: min(table.nextKey, Int64(table.rows.count) + Int64(entries) + 1))
+            }
+        }
         // Rows of one entity usually come together: keep that entity's table out of the
         // dictionary while its rows are applied (measured: a dictionary access per row was a
         // large share of opening a store). Tables whose indexes are live take the general path.

@@ -41,7 +41,9 @@ struct StoreImage: Sendable {
 
     /// The first `size` bytes of `file`: mapped when the file layer can, read otherwise.
     init(file: any StoreFile, size: Int) throws {
-        if let m = try file.map(capacity: Self.capacity(for: size)) {
+        // A mapping that fails (address-space limits, file systems that cannot map) is not an
+        // error: the file is read into memory instead.
+        if let m = try? file.map(capacity: Self.capacity(for: size)) {
             self.init(mapping: m, heap: [], count: size)
         } else {
             self.init(bytes: try file.read(at: 0, count: size))
