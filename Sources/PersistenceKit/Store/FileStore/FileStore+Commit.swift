@@ -44,7 +44,10 @@ extension FileStore {
             try compactIfNeeded(&s)
 
             // Encode the payload; remember where each row's values land.
-            var w = FileStoreFormat.beginRecord(capacity: 64 + transaction.inserts.count * 64)
+            var capacity = 64 + 12 * transaction.inserts.count + 25 * transaction.deletes.count
+            for row in transaction.inserts { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
+            for row in transaction.updates { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
+            var w = FileStoreFormat.beginRecord(capacity: capacity)
             var insertedMax: [Int32: Int64] = [:]
             for row in transaction.inserts { insertedMax[row.id.entity] = max(insertedMax[row.id.entity] ?? 0, row.id.primaryKey) }
             w.u16(UInt16(insertedMax.count))
@@ -80,7 +83,7 @@ extension FileStore {
             }
 
             let recordStart = s.image.count
-            let record = FileStoreFormat.finishRecord(w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
+            let record = FileStoreFormat.finishRecord(&w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
             try append(record, at: recordStart, to: &s)
 
             // The record is on disk: apply it.
