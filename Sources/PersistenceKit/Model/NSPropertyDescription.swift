@@ -10,7 +10,10 @@ import Foundation
 public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable: every stored property is written only before the owning model is
     // sealed (setters call `checkMutable()`, which traps afterwards), and a model is sealed
-    // before it is shared with a coordinator, so concurrent access only ever reads.
+    // before it is shared with a coordinator, so concurrent access only ever reads. The
+    // entity link (`storedEntity`, `owner`) is also cleared by `detach(from:)`: when an
+    // unsealed entity drops the property (its `properties` setter traps once sealed) or in
+    // the entity's deinit, when no model shares the entity any more.
     // The same facts make `@exclusivity(unchecked)` safe (see NSEntityDescription): no two
     // accesses of one of these properties ever overlap.
 
