@@ -53,8 +53,4 @@ enum CRC32 {
         }
         return ~crc
     }
-
-    static func checksum(_ bytes: [UInt8], _ range: Range<Int>) -> UInt32 {
-        bytes.withUnsafeBytes { checksum(UnsafeRawBufferPointer(rebasing: $0[range])) }
-    }
 }

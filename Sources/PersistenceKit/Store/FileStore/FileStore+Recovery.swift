@@ -286,7 +286,7 @@ extension FileStore {
         }
         // Rows of one entity usually come together: keep that entity's table out of the
         // dictionary while its rows are applied (measured: a dictionary access per row was a
-        // large share of opening a store). Tables whose indexes are live take the general path.
+        // large share of opening a store).
         var currentEntity: Int32 = -1
         var current = Table(indexesReady: false)
         var liveDelta = 0
@@ -315,11 +315,9 @@ extension FileStore {
                     current = s.tables.removeValue(forKey: entity) ?? Table(indexesReady: false)
                     currentEntity = entity
                 }
-                if current.indexesReady {
-                    flush()
-                    try putRow(ref, entity: entity, pk: pk, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
-                    continue
-                }
+                // Tables are only built here from a fresh state (`applyAll`), so none has live
+                // indexes yet; a save keeps its indexes current in its own loop (Commit).
+                assert(!current.indexesReady, "replay builds tables whose indexes come on first use")
                 if let old = current.rows.updateValue(ref, forKey: pk) { liveDelta -= liveSize(old) }
                 if pk >= current.nextKey { current.nextKey = pk + 1 }
                 liveDelta += liveSize(ref)
@@ -337,29 +335,6 @@ extension FileStore {
 
     /// Bytes a live row takes in a compacted file.
     static func liveSize(_ ref: RowRef) -> Int { 25 + ref.length }
-
-    static func putRow(
-        _ ref: RowRef, entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String,
-        indexedColumns: [Int32: [Int]]
-    ) throws(FileStoreError) {
-        guard pk >= 1 else { throw FileStoreError(.corrupt, path: path, offset: ref.offset, "a row has primary key \(pk).") }
-        // Tables first seen during replay get their indexes on first use; the caller marks
-        // the ones that stayed empty as ready. The table is edited in place (no copy).
-        var delta = liveSize(ref)
-        try modify(&s.tables[entity, default: Table(indexesReady: false)]) { table throws(FileStoreError) in
-            if let old = table.rows.updateValue(ref, forKey: pk) {
-                delta -= liveSize(old)
-                if table.indexesReady, let columns = indexedColumns[entity] {
-                    table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
-                }
-            }
-            if pk >= table.nextKey { table.nextKey = pk + 1 }
-            if table.indexesReady, let columns = indexedColumns[entity] {
-                try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
-            }
-        }
-        s.liveBytes += delta
-    }
 
     /// Runs `body` on a value in place (for dictionary entries: no copy-out, no re-insert).
     @inline(__always)
