@@ -1,10 +1,12 @@
-// Executor throughput: an NSModelActor (jobs on its context's queue) against two baselines
-// measured in the same run — a plain Swift actor (default executor) and the textbook
-// SerialExecutor that forwards every job to its own DispatchQueue.
+// Executor throughput: an NSModelActor (jobs on its context's queue) against three baselines
+// measured in the same run — a plain Swift actor (default executor), the textbook
+// SerialExecutor that forwards every job to its own DispatchQueue, and the floor of any
+// custom executor on Dispatch's global pool: one `DispatchQueue.global().async` per job and
+// nothing else (not serial, so it is only run where one task at a time uses the actor).
 //
 //   swift run -c release ExecutorBenchmark [iterations]
 //
-// Prints ns/op for each workload and the ratios ours/plain and textbook/ours.
+// Prints ns/op for each workload and the ratios ours/plain, ours/floor and textbook/ours.
 
 import Dispatch
 import Foundation
@@ -34,6 +36,28 @@ final class DispatchQueueExecutor: SerialExecutor {
         queue.async { unowned.runSynchronously(on: executor) }
     }
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+}
+
+/// The least a custom executor can do: hand each job to the global pool. Not serial — two
+/// jobs may run at once — so only single-task workloads use it.
+final class GlobalPoolFloorExecutor: SerialExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        DispatchQueue.global().async { unowned.runSynchronously(on: executor) }
+    }
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+}
+
+actor FloorActor {
+    let executor = GlobalPoolFloorExecutor()
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    var n = 0
+    func hop() { n &+= 1 }
+    func ping(_ other: FloorActor, _ remaining: Int) async {
+        n &+= 1
+        if remaining > 0 { await other.ping(self, remaining - 1) }
+    }
 }
 
 actor TextbookActor {
@@ -95,10 +119,11 @@ try await container.loadPersistentStores()
 
 let plain = PlainActor(), plain2 = PlainActor()
 let textbook = TextbookActor(), textbook2 = TextbookActor()
+let floor = FloorActor(), floor2 = FloorActor()
 let ours = ModelActor(container: container), ours2 = ModelActor(container: container)
 let context = container.newBackgroundContext()
 
-struct Row { let name: String; let plain: Double; let textbook: Double; let ours: Double }
+struct Row { let name: String; let plain: Double; let textbook: Double; let floor: Double; let ours: Double }
 var rows: [Row] = []
 
 rows.append(
@@ -106,40 +131,41 @@ rows.append(
         name: "(a) sequential hops",
         plain: await sequential(plain, iterations) { await $0.hop() },
         textbook: await sequential(textbook, iterations) { await $0.hop() },
+        floor: await sequential(floor, iterations) { await $0.hop() },
         ours: await sequential(ours, iterations) { await $0.hop() }))
 
 let performRoundTrip = await Task.detached {
     for _ in 0..<1000 { await context.perform {} }
     return await nanoseconds(iterations) { for _ in 0..<iterations { await context.perform {} } }
 }.value
-rows.append(Row(name: "(b) await context.perform {}", plain: .nan, textbook: .nan, ours: performRoundTrip))
+rows.append(Row(name: "(b) await context.perform {}", plain: .nan, textbook: .nan, floor: .nan, ours: performRoundTrip))
 
 rows.append(
     Row(
         name: "(c) 8 tasks, one actor",
         plain: await hammer(plain, iterations) { await $0.hop() },
         textbook: await hammer(textbook, iterations) { await $0.hop() },
+        floor: .nan,  // not serial: eight tasks would race on its state
         ours: await hammer(ours, iterations) { await $0.hop() }))
 
 let pings = iterations / 2
-/// Checks that a ping-pong really hopped `pings` times.
-func hops(_ a: PlainActor, _ b: PlainActor) async -> Int { await a.n + b.n }
 rows.append(
     Row(
         name: "(d) two actors ping-pong",
         plain: await Task.detached { await nanoseconds(pings) { await plain.ping(plain2, pings) } }.value,
         textbook: await Task.detached { await nanoseconds(pings) { await textbook.ping(textbook2, pings) } }.value,
+        floor: await Task.detached { await nanoseconds(pings) { await floor.ping(floor2, pings) } }.value,
         ours: await Task.detached { await nanoseconds(pings) { await ours.ping(ours2, pings) } }.value))
 
 func f(_ x: Double) -> String { x.isNaN ? "—" : String(format: "%.0f", x) }
 func r(_ x: Double) -> String { x.isNaN ? "—" : String(format: "%.1fx", x) }
 print("Executor benchmark, \(iterations) iterations, ns per operation (release build)")
-print("workload                       plain actor   textbook DQ   NSModelActor   ours/plain   textbook/ours")
+print("workload                       plain actor   textbook DQ   pool floor   NSModelActor   ours/plain   ours/floor   textbook/ours")
 for row in rows {
     print(
         row.name.padding(toLength: 30, withPad: " ", startingAt: 0),
-        f(row.plain).leftPad(12), f(row.textbook).leftPad(13), f(row.ours).leftPad(14),
-        r(row.ours / row.plain).leftPad(12), r(row.textbook / row.ours).leftPad(15))
+        f(row.plain).leftPad(12), f(row.textbook).leftPad(13), f(row.floor).leftPad(12), f(row.ours).leftPad(14),
+        r(row.ours / row.plain).leftPad(12), r(row.ours / row.floor).leftPad(12), r(row.textbook / row.ours).leftPad(15))
 }
 
 extension String {

@@ -215,3 +215,77 @@ actor ProbeActor: NSModelActor {
         #expect(viewModel[id, as: Item.self]?.title == "main")
     }
 }
+
+/// A model actor that records the thread each of its calls ran on.
+actor RelayActor: NSModelActor {
+    nonisolated let modelContainer: NSPersistentContainer
+    nonisolated let modelExecutor: NSModelObjectContextExecutor
+    let probe: OverlapProbe
+
+    init(container: NSPersistentContainer, context: NSManagedObjectContext, probe: OverlapProbe) {
+        modelContainer = container
+        modelExecutor = NSModelObjectContextExecutor(context: context)
+        self.probe = probe
+    }
+
+    /// Calls `other` and back `remaining` times; returns the thread of every call, in order.
+    func relay(_ other: RelayActor, remaining: Int) async -> [UInt] {
+        probe.enter(remaining)
+        _ = modelContext.hasChanges  // traps off the context's queue
+        probe.leave()
+        let here = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
+        if remaining == 0 { return [here] }
+        return [here] + (await other.relay(self, remaining: remaining - 1))
+    }
+}
+
+@Suite struct ActorHandoffTests {
+    /// A hop from one model actor to an idle one continues on the thread that ran the
+    /// caller's job, as the runtime does between plain actors (no Dispatch round trip).
+    @Test func hopBetweenIdleModelActorsStaysOnOneThread() async throws {
+        let container = try ActorFixtures.container()
+        let a = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let b = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let threads = await a.relay(b, remaining: 20)  // 21 calls, under the 64-drain bound
+        #expect(threads.count == 21)
+        #expect(Set(threads).count == 1)
+    }
+
+    /// The handoff keeps each context exclusive: actors relaying between two contexts while
+    /// perform blocks and performAndWait hammer the same contexts never overlap on either.
+    @Test(.timeLimit(.minutes(1))) func handoffKeepsContextsExclusive() async throws {
+        let container = try ActorFixtures.container()
+        let contexts = [container.newBackgroundContext(), container.newBackgroundContext()]
+        let probes = [OverlapProbe(), OverlapProbe()]
+        let a = RelayActor(container: container, context: contexts[0], probe: probes[0])
+        let b = RelayActor(container: container, context: contexts[1], probe: probes[1])
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { for _ in 0..<20 { _ = await a.relay(b, remaining: 50) } }
+            }
+            for side in 0..<2 {
+                let context = contexts[side], probe = probes[side]
+                group.addTask {
+                    for i in 0..<300 {
+                        context.perform {
+                            probe.enter(-1 - i)
+                            probe.leave()
+                        }
+                        if i % 3 == 0 {
+                            context.performAndWait {
+                                probe.enter(-1 - i)
+                                probe.leave()
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for context in contexts { await context.perform(schedule: .enqueued) {} }
+        #expect(probes[0].overlapCount == 0)
+        #expect(probes[1].overlapCount == 0)
+        // 4 × 20 relays of 51 calls alternate a, b, a, …: 26 calls on a and 25 on b each.
+        #expect(probes[0].recorded.filter { $0 >= 0 }.count == 80 * 26)
+        #expect(probes[1].recorded.filter { $0 >= 0 }.count == 80 * 25)
+    }
+}

@@ -477,3 +477,46 @@ private func drain(_ context: NSManagedObjectContext) async {
         #expect(seen == Array(0..<100))
     }
 }
+
+/// The drain handoff between queues (DrainScope): a queue left to this thread by an ending
+/// actor job must not be waited for by this same thread.
+@Suite struct DrainScopeTests {
+    /// A `sync` caller that holds a deferred drain of the very queue it waits for hands
+    /// that drain to Dispatch first; the block enqueued before still runs first (FIFO).
+    @Test(.timeLimit(.minutes(1))) func syncFlushesDeferredDrainsBeforeWaiting() {
+        let queue = ContextQueue(kind: .privateQueue, label: "deferred")
+        let log = QueueLog<String>()
+        var scope = DrainScope()
+        withUnsafeMutablePointer(to: &scope) { scope in
+            DrainScope.install(scope)
+            defer { DrainScope.install(nil) }
+            // What an ending actor job leaves behind: an active queue nobody drains yet.
+            #expect(queue.activate(.block { log.append("enqueued first") }))
+            scope.pointee.deferred.append(queue)
+            queue.sync { log.append("sync body") }
+            #expect(scope.pointee.deferred.isEmpty)
+        }
+        #expect(log.values == ["enqueued first", "sync body"])
+    }
+
+    /// Outside an actor job, nothing is deferred: an enqueue from a perform block's code is
+    /// drained by Dispatch, so the block may wait for it.
+    @Test(.timeLimit(.minutes(1))) func blocksOwnEnqueuesAreNotDeferred() async {
+        let first = ContextQueue(kind: .privateQueue, label: "first")
+        let second = ContextQueue(kind: .privateQueue, label: "second")
+        let log = QueueLog<String>()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            first.async {
+                let ran = DispatchSemaphore(value: 0)
+                second.async {
+                    log.append("second")
+                    ran.signal()
+                }
+                ran.wait()  // would never return if `second` waited for this thread
+                log.append("first")
+                done.resume()
+            }
+        }
+        #expect(log.values == ["second", "first"])
+    }
+}

@@ -30,6 +30,10 @@ func currentThreadID() -> UInt {
 /// `performAndWait` calls from the cooperative pool live on a 2-core machine, and what the
 /// model-actor executor builds on.
 ///
+/// When an actor job on one private queue ends by hopping to an idle private queue, the
+/// thread that ran it drains the second queue next instead of going through Dispatch (see
+/// `DrainScope`), as the runtime does between its own actors.
+///
 /// A main queue is the main dispatch queue: `async` enqueues there, `sync` runs inline on
 /// the main thread and otherwise waits for the main thread to run the block.
 ///
@@ -113,18 +117,22 @@ final class ContextQueue: Sendable {
         case .main:
             DispatchQueue.main.async { job.runSynchronously(on: executor) }
         case .privateQueue:
-            enqueue(.executorJob(job, executor))
+            if activate(.executorJob(job, executor)), !DrainScope.deferIfEnding(self) { scheduleDrain() }
         }
     }
 
     private func enqueue(_ job: Job) {
-        let start = state.withLock { s in
+        if activate(job) { scheduleDrain() }
+    }
+
+    /// Appends `job`; true when the queue was idle, so the caller must see that it gets drained.
+    func activate(_ job: Job) -> Bool {
+        state.withLock { s in
             s.jobs.append(job)
             if s.active { return false }
             s.active = true
             return true
         }
-        if start { scheduleDrain() }
     }
 
     /// Runs `body` on this queue and returns its result: inline when the caller already owns
@@ -138,6 +146,9 @@ final class ContextQueue: Sendable {
         case .privateQueue:
             let me = currentThreadID()
             if owner.load(ordering: .relaxed) == me { return try body() }
+            // A job ending on this thread may have left queues' drains to it (DrainScope):
+            // hand them to Dispatch before this thread may wait, or it could wait for itself.
+            DrainScope.flushCurrent()
             let handoff: Handoff? = state.withLock { s in
                 if !s.active {
                     s.active = true
@@ -160,12 +171,34 @@ final class ContextQueue: Sendable {
         }
     }
 
-    private func scheduleDrain() {
-        DispatchQueue.global().async { self.drain() }
+    /// Starts a drain of this active queue on Dispatch's global pool.
+    func scheduleDrain() {
+        DispatchQueue.global().async { ContextQueue.runDrains(startingWith: self) }
+    }
+
+    /// Drains queues consecutively on one global-pool thread, per Dispatch work item.
+    private static let inlineDrainLimit = 64
+
+    /// Drains `first`, then the queues its jobs left to this thread (see `DrainScope`), up to
+    /// `inlineDrainLimit` drains; the rest go back to Dispatch so the thread is returned.
+    private static func runDrains(startingWith first: ContextQueue) {
+        var scope = DrainScope()
+        withUnsafeMutablePointer(to: &scope) { scope in
+            DrainScope.install(scope)
+            defer { DrainScope.install(nil) }
+            var queue = first
+            for _ in 0..<inlineDrainLimit {
+                queue.drain(scope)
+                guard !scope.pointee.deferred.isEmpty else { return }
+                queue = scope.pointee.deferred.removeFirst()
+            }
+            queue.scheduleDrain()
+            scope.pointee.flushDeferred()
+        }
     }
 
     /// Runs queued jobs until the queue is empty, a batch is done, or a `sync` caller takes over.
-    private func drain() {
+    private func drain(_ scope: UnsafeMutablePointer<DrainScope>) {
         owner.store(currentThreadID(), ordering: .relaxed)
         var ran = 0
         while true {
@@ -183,12 +216,16 @@ final class ContextQueue: Sendable {
                 return nil
             }
             guard let job else { return }
+            // Queues deferred to this thread wait only while this one has nothing left.
+            if !scope.pointee.deferred.isEmpty { scope.pointee.flushDeferred() }
             switch job {
             case let .block(block):
                 block()
                 ran += 1
             case let .executorJob(job, executor):
+                scope.pointee.runningExecutorJob = true
                 job.runSynchronously(on: executor)
+                scope.pointee.runningExecutorJob = false
                 ran += 1
             case let .handoff(h):
                 owner.store(0, ordering: .relaxed)
