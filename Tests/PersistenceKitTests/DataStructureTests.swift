@@ -74,7 +74,6 @@ import Testing
             }
             #expect(table.count == reference.count)
         }
-        #expect(table.keysInOrder() == reference.keys.sorted())
         for (pk, ref) in reference { #expect(table[pk]?.offset == ref.offset) }
         var visited: [Int64] = []
         try table.forEachRow { pk, _ in visited.append(pk) }

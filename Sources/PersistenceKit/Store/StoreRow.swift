@@ -71,6 +71,19 @@ public struct StoreFilter: Sendable, Hashable {
         /// The comparison.
         public enum Operator: Sendable, Hashable {
             case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+
+            /// Whether a value that compares to the constant as `c` passes this comparison.
+            @inline(__always)
+            func holds(_ c: ComparisonResult) -> Bool {
+                switch self {
+                case .equal: return c == .orderedSame
+                case .notEqual: return c != .orderedSame
+                case .less: return c == .orderedAscending
+                case .lessOrEqual: return c != .orderedDescending
+                case .greater: return c == .orderedDescending
+                case .greaterOrEqual: return c != .orderedAscending
+                }
+            }
         }
         /// The property's index in its entity.
         public var property: Int
@@ -98,16 +111,7 @@ public struct StoreFilter: Sendable, Hashable {
 
         /// Whether the condition holds for a value that compares to the constant as `c`.
         @inline(__always)
-        func holds(_ c: ComparisonResult) -> Bool {
-            switch op {
-            case .equal: return c == .orderedSame
-            case .notEqual: return c != .orderedSame
-            case .less: return c == .orderedAscending
-            case .lessOrEqual: return c != .orderedDescending
-            case .greater: return c == .orderedDescending
-            case .greaterOrEqual: return c != .orderedAscending
-            }
-        }
+        func holds(_ c: ComparisonResult) -> Bool { op.holds(c) }
     }
 
     /// The conditions, all of which must hold.

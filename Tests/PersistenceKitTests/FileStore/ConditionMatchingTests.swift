@@ -8,6 +8,7 @@ import Testing
     static let values: [StoreValue] = [
         .null, .integer(-5), .integer(0), .integer(7), .integer(.max), .double(-1.5), .double(0), .double(7),
         .double(.infinity), .double(.nan), .bool(true), .string("7"), .date(Date(timeIntervalSinceReferenceDate: 7)),
+        .date(Date(timeIntervalSinceReferenceDate: -1)),
     ]
     static let operators: [StoreFilter.Condition.Operator] = [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual]
 
@@ -43,5 +44,31 @@ import Testing
             return try FileStoreFormat.matches(condition, &r)
         }
         #expect(matched)
+    }
+
+    /// A whole filter prepared as a `RowMatcher` gives the answer of `StoreFilter.matches` on
+    /// the decoded row: random rows (some shorter than the filter's properties) and random
+    /// filters of up to four conditions, several on one property, of every kind.
+    @Test func rowMatcherAgreesWithDecodedFilter() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let row = (0..<Int.random(in: 0...4, using: &generator)).map { _ in Self.values.randomElement(using: &generator)! }
+            let conditions = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                StoreFilter.Condition(
+                    property: Int.random(in: 0...4, using: &generator), Self.operators.randomElement(using: &generator)!,
+                    Self.values.randomElement(using: &generator)!)
+            }
+            let filter = StoreFilter(conditions)
+            var writer = ByteWriter()
+            FileStoreFormat.encode(row, into: &writer)
+            let bytes = writer.bytes
+            let matcher = RowMatcher(filter)
+            let fromBytes = try bytes.withBytes { buf throws(FileStoreError) -> Bool in
+                var r = ByteReader(buf, range: 0..<buf.count, path: "test")
+                return try matcher.matches(&r)
+            }
+            let decoded = StoreRow(id: StoreRowID(entity: 0, primaryKey: 1), version: 1, values: row)
+            #expect(fromBytes == filter.matches(decoded), "\(row) \(conditions)")
+        }
     }
 }

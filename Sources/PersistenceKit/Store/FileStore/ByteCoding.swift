@@ -101,7 +101,7 @@ struct ByteReader {
     /// The file offset of `base[0]`.
     let fileOffset: Int
     var position: Int
-    let end: Int
+    private(set) var end: Int
     let path: String
 
     init(_ base: UnsafeRawBufferPointer, range: Range<Int>, fileOffset: Int = 0, path: String) {
@@ -110,6 +110,13 @@ struct ByteReader {
         self.end = range.upperBound
         self.fileOffset = fileOffset
         self.path = path
+    }
+
+    /// Points the reader at `range` of the same buffer.
+    @inline(__always)
+    mutating func move(to range: Range<Int>) {
+        position = range.lowerBound
+        end = range.upperBound
     }
 
     var offset: Int { fileOffset + position }
@@ -131,24 +138,28 @@ struct ByteReader {
         corrupt("record data ends early (needed \(n) more bytes)")
     }
 
+    @inline(__always)
     mutating func u8() throws(FileStoreError) -> UInt8 {
         try need(1)
         defer { position += 1 }
         return base[position]
     }
 
+    @inline(__always)
     mutating func u16() throws(FileStoreError) -> UInt16 {
         try need(2)
         defer { position += 2 }
         return UInt16(base[position]) | UInt16(base[position + 1]) << 8
     }
 
+    @inline(__always)
     mutating func u32() throws(FileStoreError) -> UInt32 {
         try need(4)
         defer { position += 4 }
         return base.loadUnaligned(fromByteOffset: position, as: UInt32.self).littleEndian
     }
 
+    @inline(__always)
     mutating func u64() throws(FileStoreError) -> UInt64 {
         try need(8)
         defer { position += 8 }
@@ -195,6 +206,7 @@ struct ByteReader {
         return s
     }
 
+    @inline(__always)
     mutating func skip(_ n: Int) throws(FileStoreError) {
         try need(n)
         position += n

@@ -233,16 +233,19 @@ enum FileStoreFormat {
         }
     }
 
+    // Switches on the raw tag: `Tag(rawValue:)` stayed an out-of-line call per value, a
+    // tenth of matching rows in a filtered scan (measured with callgrind).
+    @inline(__always)
     static func skipValue(_ r: inout ByteReader) throws(FileStoreError) {
-        guard let tag = Tag(rawValue: try r.u8()) else { throw r.corrupt("unknown value tag") }
-        switch tag {
-        case .null, .boolFalse, .boolTrue: break
-        case .integer, .double, .date: try r.skip(8)
-        case .float: try r.skip(4)
-        case .string, .data, .uri, .decimal: try r.skip(Int(try r.u32()))
-        case .uuid: try r.skip(16)
-        case .reference: try r.skip(12)
-        case .references: try r.skip(Int(try r.u32()) * 12)
+        switch try r.u8() {
+        case Tag.null.rawValue, Tag.boolFalse.rawValue, Tag.boolTrue.rawValue: break
+        case Tag.integer.rawValue, Tag.double.rawValue, Tag.date.rawValue: try r.skip(8)
+        case Tag.float.rawValue: try r.skip(4)
+        case Tag.string.rawValue, Tag.data.rawValue, Tag.uri.rawValue, Tag.decimal.rawValue: try r.skip(Int(try r.u32()))
+        case Tag.uuid.rawValue: try r.skip(16)
+        case Tag.reference.rawValue: try r.skip(12)
+        case Tag.references.rawValue: try r.skip(Int(try r.u32()) * 12)
+        default: throw r.corrupt("unknown value tag")
         }
     }
 

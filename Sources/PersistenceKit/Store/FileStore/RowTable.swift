@@ -65,15 +65,6 @@ struct RowTable {
         return old
     }
 
-    /// Every key, ascending.
-    func keysInOrder() -> [Int64] {
-        var keys: [Int64] = []
-        keys.reserveCapacity(count)
-        for (pk, ref) in dense.enumerated() where ref != nil { keys.append(Int64(pk)) }
-        keys += overflow.keys.sorted()
-        return keys
-    }
-
     /// Calls `body` for every row, in ascending key order.
     func forEachRow(_ body: (Int64, FileStore.RowRef) throws(FileStoreError) -> Void) throws(FileStoreError) {
         for (pk, ref) in dense.enumerated() {
@@ -81,6 +72,36 @@ struct RowTable {
         }
         for pk in overflow.keys.sorted() {
             if let ref = overflow[pk] { try body(pk, ref) }
+        }
+    }
+
+    /// A cursor over the rows in ascending key order, for loops that must not capture state
+    /// in a closure (see `FileStore.forEachMatch`).
+    func makeCursor() -> Cursor { Cursor(table: self) }
+
+    /// Steps through a table's rows in ascending key order.
+    struct Cursor {
+        private let dense: [FileStore.RowRef?]
+        private var index = 1
+        private var overflowKeys: [Int64]?
+        private let overflow: [Int64: FileStore.RowRef]
+
+        fileprivate init(table: RowTable) {
+            dense = table.dense
+            overflow = table.overflow
+        }
+
+        /// The next row, or nil after the last.
+        mutating func next() -> (Int64, FileStore.RowRef)? {
+            while index < dense.count {
+                defer { index += 1 }
+                if let ref = dense[index] { return (Int64(index), ref) }
+            }
+            if overflowKeys == nil { overflowKeys = overflow.keys.sorted().reversed() }
+            while let pk = overflowKeys?.popLast() {
+                if let ref = overflow[pk] { return (pk, ref) }
+            }
+            return nil
         }
     }
 

@@ -1,0 +1,92 @@
+import Foundation
+
+/// A store filter prepared once per query for testing rows in their encoded form.
+///
+/// Numeric and date conditions become plain-data tests, sorted by property, so one pass over
+/// a row's leading values checks them all without building a `StoreValue` or copying the
+/// filter's constants. (Measured with callgrind on a 100,000-row scan with two numeric
+/// conditions: re-reading the row from its start per condition, with the constant copied
+/// out of its enum each time, cost ~400 instructions per row.) Any other condition is
+/// checked the general way, on the decoded value.
+struct RowMatcher {
+    /// One condition on a number or date, with its constant as raw bits.
+    struct NumericTest {
+        enum Constant { case integer(Int64), double(Double), date(Double) }
+        var property: Int
+        var op: StoreFilter.Condition.Operator
+        var constant: Constant
+        /// The position of the condition in the filter, for values of other kinds.
+        var condition: Int
+    }
+
+    private let conditions: [StoreFilter.Condition]
+    private let numeric: [NumericTest]
+    private let general: [Int]
+
+    /// Prepares `filter` (nil or empty: every row matches).
+    init(_ filter: StoreFilter?) {
+        let conditions = filter?.conditions ?? []
+        var numeric: [NumericTest] = []
+        var general: [Int] = []
+        for (i, c) in conditions.enumerated() {
+            switch c.value {
+            case let .integer(v): numeric.append(NumericTest(property: c.property, op: c.op, constant: .integer(v), condition: i))
+            case let .double(v): numeric.append(NumericTest(property: c.property, op: c.op, constant: .double(v), condition: i))
+            case let .date(d):
+                numeric.append(
+                    NumericTest(property: c.property, op: c.op, constant: .date(d.timeIntervalSinceReferenceDate), condition: i))
+            default: general.append(i)
+            }
+        }
+        numeric.sort { $0.property < $1.property }
+        self.conditions = conditions
+        self.numeric = numeric
+        self.general = general
+    }
+
+    /// Whether every condition holds for the row `r` is positioned at; moves `r`.
+    func matches(_ r: inout ByteReader) throws(FileStoreError) -> Bool {
+        let start = r.position
+        let count = Int(try r.u16())
+        var at = 0  // the index of the value `r` is positioned at
+        for test in numeric {
+            guard test.property < count else {
+                if !conditions[test.condition].matches(value: .null) { return false }
+                continue
+            }
+            while at < test.property {
+                try FileStoreFormat.skipValue(&r)
+                at += 1
+            }
+            let valueStart = r.position  // a second test on the same property reads it again
+            defer { r.position = valueStart }
+            if !(try holds(test, &r)) { return false }
+        }
+        for i in general {
+            r.position = start
+            if !(try FileStoreFormat.matches(conditions[i], &r)) { return false }
+        }
+        return true
+    }
+
+    @inline(__always)
+    private func holds(_ test: NumericTest, _ r: inout ByteReader) throws(FileStoreError) -> Bool {
+        @inline(__always) func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
+        }
+        let op = test.op
+        let tag = try r.u8()
+        switch (tag, test.constant) {
+        case let (FileStoreFormat.Tag.integer.rawValue, .integer(b)): return op.holds(order(try r.i64(), b))
+        case let (FileStoreFormat.Tag.integer.rawValue, .double(b)): return op.holds(order(Double(try r.i64()), b))
+        case let (FileStoreFormat.Tag.double.rawValue, .double(b)):
+            return op.holds(order(Double(bitPattern: try r.u64()), b))
+        case let (FileStoreFormat.Tag.double.rawValue, .integer(b)):
+            return op.holds(order(Double(bitPattern: try r.u64()), Double(b)))
+        case let (FileStoreFormat.Tag.date.rawValue, .date(b)): return op.holds(order(Double(bitPattern: try r.u64()), b))
+        default:
+            r.position -= 1
+            return conditions[test.condition].matches(value: try FileStoreFormat.decodeValue(&r))
+        }
+    }
+}
