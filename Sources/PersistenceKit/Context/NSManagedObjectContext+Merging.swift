@@ -117,6 +117,10 @@ extension NSManagedObjectContext {
     /// Moves a loaded object onto a newer store row, keeping the properties it changed
     /// since its old snapshot.
     func rebase(_ o: NSManagedObject, onto row: StoreRow) {
+        if o.flags.contains(.valuesInSnapshot) && !o.flags.contains(.updated) {
+            o.install(row)  // nothing changed since the old snapshot: the new one is the values
+            return
+        }
         let changed = o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) }
         let transient = o.entity.properties.indices.filter { o.entity.properties[$0].isTransient }
         var slots = o.decode(row)

@@ -240,7 +240,10 @@ extension NSManagedObjectContext {
             o.flags = []
             changes.inserted.append(o.objectID)
         }
-        for (o, row) in zip(written, committed) { o.snapshot = row }
+        for (o, row) in zip(written, committed) {
+            o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
+            o.storedSnapshot = row
+        }
         for o in updated {
             o.flags.subtract([.updated, .changeRecorded])
             changes.updated.append(o.objectID)

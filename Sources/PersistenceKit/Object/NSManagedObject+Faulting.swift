@@ -60,10 +60,22 @@ extension NSManagedObject {
         awakeFromFetch()
     }
 
-    /// Replaces the object's values and snapshot with a store row.
+    /// Replaces the object's values and snapshot with a store row. The values stay in the
+    /// snapshot until slots are needed (see ``slots``).
     func install(_ row: StoreRow) {
-        snapshot = row
-        slots = decode(row)
+        storedSnapshot = row
+        storedSlots = []
+        flags.insert(.valuesInSnapshot)
+    }
+
+    /// Decodes the snapshot's values into slots (see ``slots``).
+    @inline(never)
+    func decodeSnapshotIntoSlots() {
+        flags.remove(.valuesInSnapshot)
+        guard let row = storedSnapshot else {
+            preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
+        }
+        storedSlots = decode(row)
     }
 
     /// Turns a store row into slots (relationships stay unresolved until read).
@@ -107,7 +119,8 @@ extension NSManagedObject {
     /// The value of property `i` in stored form, with relationships as row IDs; temporary
     /// objects map through `rowFor` (nil → the relationship is written as empty).
     func encodedValue(at i: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> StoreValue {
-        switch slots[i] {
+        loadSlots()
+        switch storedSlots[i] {
         case let .value(v): return v
         case let .toOne(o): return o.flatMap(rowFor).map(StoreValue.reference) ?? .null
         case let .toMany(set): return .references(set.compactMap(rowFor).sorted())

@@ -62,7 +62,8 @@ extension NSManagedObject {
     @usableFromInline
     func setAttribute(_ value: StoreValue, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
-        slots[i] = .value(value)
+        loadSlots()
+        storedSlots[i] = .value(value)
         markChanged()
     }
 
@@ -71,7 +72,11 @@ extension NSManagedObject {
     func attributeValue(at i: Int) -> StoreValue {
         prepareForAccess("reading '\(entity.properties[i].name)'")
         if flags.contains(.probe) { probedSlot = i }
-        guard case let .value(v) = slots[i] else { return .null }
+        if flags.contains(.valuesInSnapshot), entity.slotKinds[i] == .attribute, let row = storedSnapshot {
+            return i < row.values.count ? row.values[i] : .null  // as `decode(_:)` would
+        }
+        loadSlots()
+        guard case let .value(v) = storedSlots[i] else { return .null }
         return v
     }
 

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// A fetched object keeps its values in its snapshot until something needs slots
+/// (`NSManagedObject.slots`). Every way of reading, changing, merging or re-snapshotting
+/// such an object must see the values it would have seen with decoded slots. (Merging into
+/// such an object: MergingTests.mergeChangesFromContextDidSave.)
+@Suite struct SnapshotValuesTests {
+    /// Saves one book on a shelf; returns the book's ID.
+    private func seedBook(_ container: NSPersistentContainer) async throws -> NSManagedObjectID {
+        let context = container.newBackgroundContext()
+        return try await context.perform {
+            let shelf = Shelf(context: context)
+            shelf.name = "Fiction"
+            let book = Book(context: context)
+            book.title = "Emma"
+            book.pages = 474
+            book.shelf = shelf
+            try context.save()
+            return book.objectID
+        }
+    }
+
+    @Test func attributeReadsComeFromTheSnapshotAndRelationshipsDecodeSlots() async throws {
+        let container = try Fixtures.container()
+        _ = try await seedBook(container)
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let book = try #require(try context.fetch(Book.fetchRequest()).first)
+            #expect(book.title == "Emma")
+            #expect(book.pages == 474)
+            #expect(book.flags.contains(.valuesInSnapshot))
+            #expect(book.shelf?.name == "Fiction")  // a relationship needs slots
+            #expect(!book.flags.contains(.valuesInSnapshot))
+            #expect(book.title == "Emma")
+            #expect(!book.hasChanges)
+        }
+    }
+
+    @Test func settingOneValueKeepsTheOthers() async throws {
+        let container = try Fixtures.container()
+        _ = try await seedBook(container)
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let book = try #require(try context.fetch(Book.fetchRequest()).first)
+            _ = book.title
+            book.pages = 500
+            #expect(book.title == "Emma")
+            #expect(book.changedValues().keys.sorted() == ["pages"])
+            #expect(book.committedValues(forKeys: ["pages"])["pages"] as? Int64 == 474)
+        }
+    }
+
+    @Test func replacingTheSnapshotKeepsTheCurrentValues() async throws {
+        let container = try Fixtures.container()
+        _ = try await seedBook(container)
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let book = try #require(try context.fetch(Book.fetchRequest()).first)
+            _ = book.title
+            let old = try #require(book.snapshot)
+            var newer = old.values
+            newer[0] = .string("Persuasion")
+            book.snapshot = StoreRow(id: old.id, version: old.version + 1, values: newer)
+            #expect(book.title == "Emma")  // the values were the old snapshot's
+            #expect(book.committedValues(forKeys: ["title"])["title"] as? String == "Persuasion")
+        }
+    }
+}
