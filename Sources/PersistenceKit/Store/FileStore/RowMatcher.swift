@@ -58,9 +58,22 @@ struct RowMatcher {
                 try FileStoreFormat.skipValue(&r)
                 at += 1
             }
-            let valueStart = r.position  // a second test on the same property reads it again
-            defer { r.position = valueStart }
-            if !(try holds(test, &r)) { return false }
+            // Read in place, without moving `r`: a second test may be on the same property.
+            let valueStart = r.position
+            let order: ComparisonResult
+            switch (try r.u8(), test.constant) {
+            case let (FileStoreFormat.Tag.integer.rawValue, .integer(b)): order = Self.order(try r.i64(), b)
+            case let (FileStoreFormat.Tag.integer.rawValue, .double(b)): order = Self.order(Double(try r.i64()), b)
+            case let (FileStoreFormat.Tag.double.rawValue, .double(b)): order = Self.order(Double(bitPattern: try r.u64()), b)
+            case let (FileStoreFormat.Tag.double.rawValue, .integer(b)):
+                order = Self.order(Double(bitPattern: try r.u64()), Double(b))
+            case let (FileStoreFormat.Tag.date.rawValue, .date(b)): order = Self.order(Double(bitPattern: try r.u64()), b)
+            default:
+                r.position = valueStart
+                order = StoreValue.compare(try FileStoreFormat.decodeValue(&r), conditions[test.condition].value)
+            }
+            r.position = valueStart
+            if !test.op.holds(order) { return false }
         }
         for i in general {
             r.position = start
@@ -70,23 +83,7 @@ struct RowMatcher {
     }
 
     @inline(__always)
-    private func holds(_ test: NumericTest, _ r: inout ByteReader) throws(FileStoreError) -> Bool {
-        @inline(__always) func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
-            a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
-        }
-        let op = test.op
-        let tag = try r.u8()
-        switch (tag, test.constant) {
-        case let (FileStoreFormat.Tag.integer.rawValue, .integer(b)): return op.holds(order(try r.i64(), b))
-        case let (FileStoreFormat.Tag.integer.rawValue, .double(b)): return op.holds(order(Double(try r.i64()), b))
-        case let (FileStoreFormat.Tag.double.rawValue, .double(b)):
-            return op.holds(order(Double(bitPattern: try r.u64()), b))
-        case let (FileStoreFormat.Tag.double.rawValue, .integer(b)):
-            return op.holds(order(Double(bitPattern: try r.u64()), Double(b)))
-        case let (FileStoreFormat.Tag.date.rawValue, .date(b)): return op.holds(order(Double(bitPattern: try r.u64()), b))
-        default:
-            r.position -= 1
-            return conditions[test.condition].matches(value: try FileStoreFormat.decodeValue(&r))
-        }
+    private static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+        a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
     }
 }
