@@ -380,3 +380,23 @@ private let standardBooks: [(String, Int64)] = [
         }
     }
 }
+
+/// `NSManagedObjectContext.typed(_:as:)`: the fetch result cast that skips per-element casts
+/// must give exactly what `as? [T]` gives.
+@Suite struct FetchResultCastTests {
+    @Test func typedMatchesConditionalCast() throws {
+        let model = try Fixtures.model()
+        let bookEntity = try #require(model.entitiesByName["Book"])
+        let books: [NSManagedObject] = [Book(entity: bookEntity, insertInto: nil), Book(entity: bookEntity, insertInto: nil)]
+        let mixed: [NSManagedObject] = books + [NSManagedObject(entity: bookEntity, insertInto: nil)]
+        // Class types through the fast path, and a protocol type through the plain cast.
+        #expect(NSManagedObjectContext.typed(books, as: Book.self)?.map(ObjectIdentifier.init) == books.map(ObjectIdentifier.init))
+        #expect(NSManagedObjectContext.typed(books, as: NSManagedObject.self)?.count == 2)
+        #expect(NSManagedObjectContext.typed(books, as: (any NSFetchRequestResult).self)?.count == 2)
+        #expect(NSManagedObjectContext.typed(books, as: Shelf.self) == nil)
+        // One object of another class: no reinterpretation, the cast decides.
+        #expect(NSManagedObjectContext.typed(mixed, as: Book.self) == nil)
+        #expect(NSManagedObjectContext.typed(mixed, as: NSManagedObject.self)?.count == 3)
+        #expect(NSManagedObjectContext.typed([], as: Book.self)?.isEmpty == true)
+    }
+}

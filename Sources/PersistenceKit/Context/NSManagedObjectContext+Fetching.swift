@@ -30,7 +30,7 @@ extension NSManagedObjectContext {
             throw CoreDataError(.coreData, "dictionaryResultType is not supported; fetch objects or object IDs instead.")
         case .managedObjectResultType:
             let objects = try fetchObjects(request)
-            if let typed = objects as? [T] { return typed }
+            if let typed = Self.typed(objects, as: T.self) { return typed }
             throw CoreDataError(
                 .coreData,
                 "fetch request result type \(T.self) does not match the objects of entity "
@@ -55,6 +55,23 @@ extension NSManagedObjectContext {
             return window(n, offset: request.fetchOffset, limit: request.fetchLimit)
         }
         return try fetchObjects(request).count
+    }
+
+    /// `objects as? [T]`, without the run-time cast of each element when every object is an
+    /// instance of one class that is a `T` (the usual case: all objects of an entity are made
+    /// from its class). (The element-wise cast was 7% of a fetch of 100 small objects,
+    /// measured with callgrind; mapping instead ran unspecialized, as `fetch` is generic.)
+    static func typed<T>(_ objects: [NSManagedObject], as _: T.Type) -> [T]? {
+        guard let first = objects.first else { return [] }
+        let cls = type(of: first)
+        if T.self is AnyObject.Type, cls is T.Type, objects.allSatisfy({ type(of: $0) == cls }) {
+            // Safe: T is a class type and every element is an instance of `cls`, a subclass
+            // of T. An array of class references has one layout whatever the class, and the
+            // standard library's own downcast of such an array (after checking every element,
+            // as here) reuses the same buffer the same way.
+            return unsafeBitCast(objects, to: [T].self)
+        }
+        return objects as? [T]
     }
 
     private func window(_ n: Int, offset: Int, limit: Int) -> Int {
