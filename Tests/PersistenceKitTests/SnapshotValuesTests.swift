@@ -67,4 +67,45 @@ import Testing
             #expect(book.committedValues(forKeys: ["title"])["title"] as? String == "Persuasion")
         }
     }
+
+    /// An entity of persistent attributes only keeps a saved object's values once, in its
+    /// snapshot; reading, changing and saving again work as before.
+    @Test func savedObjectsOfAttributeOnlyEntitiesKeepOneCopyOfTheirValues() async throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Note.self, Tagged.self])
+        let container = NSPersistentContainer(name: "notes", managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        try await container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let note = Note(context: context)
+            note.text = "first"
+            note.stars = 3
+            let tagged = Tagged(context: context)
+            tagged.text = "kept"
+            tagged.scratch = "transient"
+            try context.save()
+            #expect(note.flags.contains(.valuesInSnapshot))
+            #expect(!tagged.flags.contains(.valuesInSnapshot))  // a transient value lives only in slots
+            #expect(tagged.scratch == "transient")
+            #expect(note.text == "first" && note.stars == 3)
+            note.stars = 4
+            #expect(note.changedValues().keys.sorted() == ["stars"])
+            #expect(note.committedValues(forKeys: ["stars"])["stars"] as? Int64 == 3)
+            try context.save()
+            #expect(note.text == "first" && note.stars == 4 && !note.hasChanges)
+        }
+        let reader = container.newBackgroundContext()
+        let stars = try await reader.perform { try reader.fetch(Note.fetchRequest()).map(\.stars) }
+        #expect(stars == [4])
+    }
+}
+
+final class Note: NSManagedObject {
+    @Attribute var text: String = ""
+    @Attribute var stars: Int64 = 0
+}
+
+final class Tagged: NSManagedObject {
+    @Attribute var text: String = ""
+    @Attribute(.transient) var scratch: String = ""
 }

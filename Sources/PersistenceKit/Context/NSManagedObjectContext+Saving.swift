@@ -241,8 +241,14 @@ extension NSManagedObjectContext {
             changes.inserted.append(o.objectID)
         }
         for (o, row) in zip(written, committed) {
-            o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
-            o.storedSnapshot = row
+            if o.entity.hasOnlyPersistentAttributes {
+                // The row holds exactly the object's values: keep them once, in the snapshot
+                // (a second array of slots per saved object was a fifth of its memory).
+                o.install(row)
+            } else {
+                o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
+                o.storedSnapshot = row
+            }
         }
         for o in updated {
             o.flags.subtract([.updated, .changeRecorded])

@@ -80,6 +80,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     /// The kind of each slot (sealed models only).
     @exclusivity(unchecked) private(set) var slotKinds: [SlotKind] = []
+    /// Whether every property is a persistent attribute (sealed models only): then a saved
+    /// row holds all of an object's values, and decoding it gives back the same slots.
+    @exclusivity(unchecked) private(set) var hasOnlyPersistentAttributes = false
     /// The slots of a new object: default values and empty relationships (sealed models only).
     @exclusivity(unchecked) private(set) var defaultSlots: ContiguousArray<Slot> = []
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
@@ -206,6 +209,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             if let a = p as? NSAttributeDescription { return a.isTransient ? .transientAttribute : .attribute }
             return (p as? NSRelationshipDescription)?.isToMany == true ? .toMany : .toOne
         }
+        hasOnlyPersistentAttributes = slotKinds.allSatisfy { $0 == .attribute }
         constrainedSlots = Self.constrainedSlots(in: properties)
         defer {
             self.index = index
