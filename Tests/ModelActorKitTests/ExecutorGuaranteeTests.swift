@@ -228,6 +228,16 @@ actor RelayActor: NSModelActor {
         self.probe = probe
     }
 
+    func signal(_ semaphore: DispatchSemaphore) { semaphore.signal() }
+
+    /// Starts work on `other` with `Task.immediate` (which runs here until it suspends, then
+    /// enqueues itself on `other` with no task current) and waits for it synchronously.
+    func startImmediatelyThenWait(for other: RelayActor) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        Task.immediate { await other.signal(done) }
+        return done.wait(timeout: .now() + 20) == .success
+    }
+
     /// Calls `other` and back `remaining` times; returns the thread of every call, in order.
     func relay(_ other: RelayActor, remaining: Int) async -> [UInt] {
         probe.enter(remaining)
@@ -287,5 +297,73 @@ actor RelayActor: NSModelActor {
         // 4 × 20 relays of 51 calls alternate a, b, a, …: 26 calls on a and 25 on b each.
         #expect(probes[0].recorded.filter { $0 >= 0 }.count == 80 * 26)
         #expect(probes[1].recorded.filter { $0 >= 0 }.count == 80 * 25)
+    }
+
+    /// Regression: work a job starts on another model actor and then waits for is never left
+    /// to the waiting thread. `Task.immediate` enqueues its task with no task current while
+    /// the starting job keeps running; the hand-off once took that for the job's end.
+    @Test(.timeLimit(.minutes(1))) func jobThatWaitsForWorkItStartedDoesNotDeadlock() async throws {
+        let container = try ActorFixtures.container()
+        let a = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let b = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        #expect(await a.startImmediatelyThenWait(for: b))
+    }
+
+    /// Regression: an isolated deinit (a job without a task) that releases an actor whose
+    /// own isolated deinit runs on another idle context, and waits for it, does not deadlock.
+    @Test(.timeLimit(.minutes(1))) func isolatedDeinitWaitingForAnotherDeinitDoesNotDeadlock() async throws {
+        let container = try ActorFixtures.container()
+        let outcome = DeinitOutcome()
+        do {
+            // Both made and dropped here, so the waiter holds the only reference to the inner one.
+            _ = DeinitWaiter(
+                container: container,
+                holding: DeinitSignaller(
+                    container: container, executor: NSModelObjectContextExecutor(context: container.newBackgroundContext()),
+                    signal: outcome.innerDone),
+                outcome: outcome)
+        }
+        // Awaited, not waited for: a blocked pool thread could starve the deinit under test.
+        var results = outcome.results.makeAsyncIterator()
+        #expect(await results.next() == true)
+    }
+}
+
+/// What `DeinitWaiter`'s deinit saw: whether the inner deinit finished in time.
+final class DeinitOutcome: Sendable {
+    let innerDone = DispatchSemaphore(value: 0)
+    let results: AsyncStream<Bool>
+    let report: AsyncStream<Bool>.Continuation
+    init() { (results, report) = AsyncStream.makeStream(of: Bool.self) }
+}
+
+/// A model actor whose isolated deinit signals.
+actor DeinitSignaller: NSModelActor {
+    nonisolated let modelContainer: NSPersistentContainer
+    nonisolated let modelExecutor: NSModelObjectContextExecutor
+    let signal: DispatchSemaphore
+    init(container: NSPersistentContainer, executor: NSModelObjectContextExecutor, signal: DispatchSemaphore) {
+        modelContainer = container
+        modelExecutor = executor
+        self.signal = signal
+    }
+    isolated deinit { signal.signal() }
+}
+
+/// A model actor whose isolated deinit releases a `DeinitSignaller` and waits for its deinit.
+actor DeinitWaiter: NSModelActor {
+    nonisolated let modelContainer: NSPersistentContainer
+    nonisolated let modelExecutor: NSModelObjectContextExecutor
+    var held: DeinitSignaller?
+    let outcome: DeinitOutcome
+    init(container: NSPersistentContainer, holding held: DeinitSignaller, outcome: DeinitOutcome) {
+        modelContainer = container
+        modelExecutor = NSModelObjectContextExecutor(context: container.newBackgroundContext())
+        self.held = held
+        self.outcome = outcome
+    }
+    isolated deinit {
+        held = nil  // the signaller's deinit job goes to its own (idle) context queue
+        outcome.report.yield(outcome.innerDone.wait(timeout: .now() + 20) == .success)
     }
 }

@@ -117,7 +117,7 @@ final class ContextQueue: Sendable {
         case .main:
             DispatchQueue.main.async { job.runSynchronously(on: executor) }
         case .privateQueue:
-            if activate(.executorJob(job, executor)), !DrainScope.deferIfEnding(self) { scheduleDrain() }
+            if activate(.executorJob(job, executor)), !DrainScope.deferIfEnding(job, on: self) { scheduleDrain() }
         }
     }
 
@@ -142,6 +142,7 @@ final class ContextQueue: Sendable {
         switch kind {
         case .main:
             if Self.isOnMainQueue { return try body() }
+            DrainScope.flushCurrent()  // as below: this thread is about to wait
             return try DispatchQueue.main.sync(execute: body)
         case .privateQueue:
             let me = currentThreadID()
@@ -223,9 +224,9 @@ final class ContextQueue: Sendable {
                 block()
                 ran += 1
             case let .executorJob(job, executor):
-                scope.pointee.runningExecutorJob = true
+                scope.pointee.runningJob = DrainScope.identity(of: job)
                 job.runSynchronously(on: executor)
-                scope.pointee.runningExecutorJob = false
+                scope.pointee.runningJob = nil
                 ran += 1
             case let .handoff(h):
                 owner.store(0, ordering: .relaxed)

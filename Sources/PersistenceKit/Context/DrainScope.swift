@@ -6,8 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// What one thread that drains context queues knows about its own run: whether it is inside
-/// an actor job right now, and which idle queues an ending job handed to it.
+/// What one thread that drains context queues knows about its own run: which actor job it is
+/// running right now, and which idle queues that job handed to it as it ended.
 ///
 /// # Why
 /// When an actor on one context queue awaits an actor on another, the Swift runtime suspends
@@ -23,8 +23,8 @@ import Darwin
 /// One scope per draining thread, reached through a thread-specific pointer; it lives on the
 /// stack of `ContextQueue.runDrains` and is never touched by another thread.
 struct DrainScope {
-    /// True while the thread runs an actor job inside a drain.
-    var runningExecutorJob = false
+    /// The actor job this thread is running inside a drain, nil between jobs.
+    var runningJob: UnsafeRawPointer?
     /// Queues made active by an enqueue during the current job, waiting for this thread.
     var deferred: [ContextQueue] = []
 
@@ -45,18 +45,38 @@ struct DrainScope {
         return key
     }()
 
-    /// Whether an enqueue from this thread may leave `queue`'s drain to this thread instead
-    /// of Dispatch: only while an actor job runs here and its task is no longer current —
-    /// the runtime clears the current task right before it enqueues a task that is
-    /// suspending (a hop) or resumes the waiters of a task that has finished, so the job is
-    /// about to return to the drain loop. A job's own code (creating a `Task`, resuming a
-    /// continuation) runs with its task current and keeps the Dispatch path, so it may block
-    /// on what it started without deadlocking.
-    static func deferIfEnding(_ queue: ContextQueue) -> Bool {
-        guard let scope = current, scope.pointee.runningExecutorJob else { return false }
-        guard withUnsafeCurrentTask(body: { $0 == nil }) else { return false }
+    /// Whether an enqueue of `job` from this thread may leave `queue`'s drain to this thread
+    /// instead of Dispatch: only when `job` is a task and is the very job this thread is
+    /// running. A task enqueues itself on another executor only as it suspends (a hop) — it
+    /// cannot run in two places — so its job is about to return to the drain loop.
+    ///
+    /// Regressions, found in review and kept as tests (ActorHandoffTests):
+    /// - The first version deferred every enqueue made while no task was current, taking that
+    ///   for "the job is ending". It is not: a `Task.immediate` started inside the job, an
+    ///   isolated deinit (a job without a task) and the deinits run as a finished task is
+    ///   released all enqueue other jobs with no task current and then keep running — and a
+    ///   job that then waited for the work it had started waited for itself (deadlock).
+    /// - Comparing addresses alone is not enough: the runtime frees an isolated-deinit job
+    ///   before running its body, so a deinit job that the body enqueues can get the same
+    ///   address. Hence the check that `job` is a task.
+    ///
+    /// What remains: after a task finishes and is freed inside its last job, a deinit that
+    /// starts a task which lands at the same address, hops to an idle model actor and is then
+    /// waited for synchronously would still wait for itself — a deinit blocking on async
+    /// work, which deadlocks on a busy pool anyway.
+    static func deferIfEnding(_ job: UnownedJob, on queue: ContextQueue) -> Bool {
+        guard let scope = current, let running = scope.pointee.runningJob, running == identity(of: job),
+            taskID(of: job) != 0
+        else { return false }
         scope.pointee.deferred.append(queue)
         return true
+    }
+
+    /// The address of the job `job` refers to.
+    static func identity(of job: UnownedJob) -> UnsafeRawPointer {
+        // Safe: `UnownedJob` is a single pointer to the runtime's job (the task itself for
+        // task jobs); only the address is compared, never dereferenced.
+        unsafeBitCast(job, to: UnsafeRawPointer.self)
     }
 
     /// Hands the calling thread's deferred drains to Dispatch; for a thread about to block.
@@ -71,3 +91,12 @@ struct DrainScope {
         deferred.removeAll(keepingCapacity: true)
     }
 }
+
+/// The ID of the task that `job` is, or 0 when the job is not a task (an isolated deinit).
+///
+/// The Swift runtime's own accessor, the one `UnownedJob.description` prints from; the
+/// standard library offers no cheaper public way to tell a task from other jobs, and building
+/// the description cost as much as the hop it was meant to speed up. Exported by the runtime
+/// since Swift 5.9; a runtime without it fails to link rather than misbehave.
+@_silgen_name("swift_task_getJobTaskId")
+private func taskID(of job: UnownedJob) -> UInt64
