@@ -64,11 +64,15 @@ extension NSManagedObjectContext {
     static func typed<T>(_ objects: [NSManagedObject], as _: T.Type) -> [T]? {
         guard let first = objects.first else { return [] }
         let cls = type(of: first)
-        if T.self is AnyObject.Type, cls is T.Type, objects.allSatisfy({ type(of: $0) == cls }) {
-            // Safe: T is a class type and every element is an instance of `cls`, a subclass
-            // of T. An array of class references has one layout whatever the class, and the
-            // standard library's own downcast of such an array (after checking every element,
-            // as here) reuses the same buffer the same way.
+        // `T.self is NSManagedObject.Type` holds only for NSManagedObject and its subclasses.
+        // Regression: `T.self is AnyObject.Type` also holds for a class-bound protocol type
+        // such as `any NSFetchRequestResult`, whose elements are two words wide — the
+        // reinterpreted array then read past its elements and corrupted memory.
+        if T.self is NSManagedObject.Type, cls is T.Type, objects.allSatisfy({ type(of: $0) == cls }) {
+            // Safe: T is NSManagedObject or a subclass of it, and every element is an
+            // instance of `cls`, a subclass of T. An array of class references has one layout
+            // whatever the class, and the standard library's own downcast of such an array
+            // (after checking every element, as here) reuses the same buffer the same way.
             return unsafeBitCast(objects, to: [T].self)
         }
         return objects as? [T]
