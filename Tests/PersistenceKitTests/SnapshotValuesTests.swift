@@ -30,9 +30,9 @@ import Testing
             let book = try #require(try context.fetch(Book.fetchRequest()).first)
             #expect(book.title == "Emma")
             #expect(book.pages == 474)
-            #expect(book.flags.contains(.valuesInSnapshot))
+            #expect(book.valueStorage == .snapshot)
             #expect(book.shelf?.name == "Fiction")  // a relationship needs slots
-            #expect(!book.flags.contains(.valuesInSnapshot))
+            #expect(book.valueStorage == .slots)
             #expect(book.title == "Emma")
             #expect(!book.hasChanges)
         }
@@ -84,8 +84,8 @@ import Testing
             tagged.text = "kept"
             tagged.scratch = "transient"
             try context.save()
-            #expect(note.flags.contains(.valuesInSnapshot))
-            #expect(!tagged.flags.contains(.valuesInSnapshot))  // a transient value lives only in slots
+            #expect(note.valueStorage == .snapshot)
+            #expect(tagged.valueStorage == .slots)  // a transient value lives only in slots
             #expect(tagged.scratch == "transient")
             #expect(note.text == "first" && note.stars == 3)
             note.stars = 4
@@ -97,6 +97,46 @@ import Testing
         let reader = container.newBackgroundContext()
         let stars = try await reader.perform { try reader.fetch(Note.fetchRequest()).map(\.stars) }
         #expect(stars == [4])
+    }
+}
+
+extension SnapshotValuesTests {
+    /// New and changed objects of an entity of persistent attributes only keep their values
+    /// in one array of store values (`ValueStorage.values`), which the save hands to the store
+    /// and keeps as the snapshot.
+    @Test func valuesOfAttributeOnlyObjectsLiveInOneArray() async throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Note.self])
+        let container = NSPersistentContainer(name: "notes", managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        try await container.loadPersistentStores()
+        let context = container.newBackgroundContext()
+        let id = try await context.perform {
+            let note = Note(context: context)
+            #expect(note.valueStorage == .values)
+            #expect(note.text == "" && note.stars == 0)  // the defaults
+            note.text = "draft"
+            #expect(note.changedValues().keys.sorted() == ["stars", "text"])  // all of a new object's values
+            try context.save()
+            #expect(note.valueStorage == .snapshot)
+            return note.objectID
+        }
+        let editor = container.newBackgroundContext()
+        try await editor.perform {
+            let note = try #require(try editor.existingObject(with: id) as? Note)
+            #expect(note.valueStorage == .snapshot)
+            note.stars = 5
+            #expect(note.valueStorage == .values)
+            #expect(note.text == "draft")
+            #expect(note.changedValues().keys.sorted() == ["stars"])
+            editor.rollback()
+            #expect(note.stars == 0 && note.text == "draft" && !note.hasChanges)
+            note.text = "final"
+            try editor.save()
+            #expect(note.valueStorage == .snapshot && !note.hasChanges)
+        }
+        let reader = container.newBackgroundContext()
+        let saved = try await reader.perform { try reader.fetch(Note.fetchRequest()).map { "\($0.text) \($0.stars)" } }
+        #expect(saved == ["final 0"])
     }
 }
 

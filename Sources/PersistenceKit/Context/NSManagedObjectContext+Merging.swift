@@ -117,7 +117,7 @@ extension NSManagedObjectContext {
     /// Moves a loaded object onto a newer store row, keeping the properties it changed
     /// since its old snapshot.
     func rebase(_ o: NSManagedObject, onto row: StoreRow) {
-        if o.flags.contains(.valuesInSnapshot) && !o.flags.contains(.updated) {
+        if o.valueStorage == .snapshot && !o.flags.contains(.updated) {
             o.install(row)  // nothing changed since the old snapshot: the new one is the values
             return
         }

@@ -120,6 +120,7 @@ extension NSManagedObjectContext {
     ) -> (StoreTransaction, [NSManagedObject]) {
         let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? o.pendingRow }
         func encode(_ o: NSManagedObject) -> [StoreValue] {
+            if o.valueStorage == .values { return o.storedValues }  // the same storage: no copy
             let kinds = o.entity.slotKinds
             return kinds.indices.map { i in kinds[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor) }
         }

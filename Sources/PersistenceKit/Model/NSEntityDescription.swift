@@ -85,6 +85,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     @exclusivity(unchecked) private(set) var hasOnlyPersistentAttributes = false
     /// The slots of a new object: default values and empty relationships (sealed models only).
     @exclusivity(unchecked) private(set) var defaultSlots: ContiguousArray<Slot> = []
+    /// The values of a new object, when the entity has persistent attributes only (sealed
+    /// models only; see `NSManagedObject.ValueStorage`).
+    @exclusivity(unchecked) private(set) var defaultValues: [StoreValue] = []
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
     @exclusivity(unchecked) private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
 
@@ -215,6 +218,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             self.index = index
             sealedFlag.store(true, ordering: .releasing)
         }
+        defaultValues = properties.map { p in (p as? NSAttributeDescription)?.defaultStoreValue ?? .null }
         defaultSlots = ContiguousArray(
             properties.map { p -> Slot in
                 if let a = p as? NSAttributeDescription { return .value(a.defaultStoreValue ?? .null) }

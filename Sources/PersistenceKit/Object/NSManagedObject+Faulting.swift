@@ -61,21 +61,76 @@ extension NSManagedObject {
     }
 
     /// Replaces the object's values and snapshot with a store row. The values stay in the
-    /// snapshot until slots are needed (see ``slots``).
+    /// snapshot until something needs them elsewhere (see ``ValueStorage``).
     func install(_ row: StoreRow) {
         storedSnapshot = row
         storedSlots = []
-        flags.insert(.valuesInSnapshot)
+        storedValues = []
+        valueStorage = .snapshot
     }
 
-    /// Decodes the snapshot's values into slots (see ``slots``).
+    /// Moves the values from the snapshot or the value array into slots.
     @inline(never)
-    func decodeSnapshotIntoSlots() {
-        flags.remove(.valuesInSnapshot)
-        guard let row = storedSnapshot else {
-            preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
+    func moveValuesIntoSlots() {
+        switch valueStorage {
+        case .slots: return
+        case .values:
+            storedSlots = ContiguousArray(storedValues.lazy.map { .value($0) })
+            storedValues = []
+        case .snapshot:
+            guard let row = storedSnapshot else {
+                preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
+            }
+            storedSlots = decode(row)
         }
-        storedSlots = decode(row)
+        valueStorage = .slots
+    }
+
+    /// Moves the values out of the snapshot, before the snapshot changes or a value is
+    /// written: into a value array when the entity has persistent attributes only (no
+    /// decoding, and the array shares the snapshot's storage until written), else slots.
+    @inline(never)
+    func moveValuesOutOfSnapshot() {
+        guard valueStorage == .snapshot, let row = storedSnapshot else { return moveValuesIntoSlots() }
+        guard entity.hasOnlyPersistentAttributes else { return moveValuesIntoSlots() }
+        var values = row.values
+        let count = entity.slotKinds.count
+        if values.count < count { values += repeatElement(StoreValue.null, count: count - values.count) }  // as `decode(_:)` reads
+        storedValues = values
+        valueStorage = .values
+    }
+
+    /// Whether attribute `i` has no value, matched where the value lives (a copy of the value
+    /// cost a retain and a release per checked attribute of every saved object).
+    @inline(__always)
+    func attributeIsNull(at i: Int) -> Bool {
+        switch valueStorage {
+        case .values:
+            if case .null = storedValues[i] { return true }
+            return false
+        case .snapshot, .slots:
+            loadSlots()
+            if case .value(.null) = storedSlots[i] { return true }
+            return false
+        }
+    }
+
+    /// The current value of attribute `i`, wherever it lives (no queue check, no faulting).
+    @inline(__always)
+    func currentAttributeValue(at i: Int) -> StoreValue {
+        switch valueStorage {
+        case .values:
+            return storedValues[i]
+        case .snapshot:
+            if entity.slotKinds[i] == .attribute, let row = storedSnapshot {
+                return i < row.values.count ? row.values[i] : .null  // as `decode(_:)` would
+            }
+        case .slots:
+            break
+        }
+        loadSlots()
+        guard case let .value(v) = storedSlots[i] else { return .null }
+        return v
     }
 
     /// Turns a store row into slots (relationships stay unresolved until read).
@@ -119,6 +174,7 @@ extension NSManagedObject {
     /// The value of property `i` in stored form, with relationships as row IDs; temporary
     /// objects map through `rowFor` (nil → the relationship is written as empty).
     func encodedValue(at i: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> StoreValue {
+        if valueStorage != .slots && entity.slotKinds[i] == .attribute { return currentAttributeValue(at: i) }
         loadSlots()
         switch storedSlots[i] {
         case let .value(v): return v

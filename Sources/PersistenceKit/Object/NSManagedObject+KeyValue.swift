@@ -29,8 +29,7 @@ extension NSManagedObject {
     func anyValue(at i: Int) -> Any? {
         let p = entity.properties[i]
         if let a = p as? NSAttributeDescription {
-            guard case let .value(v) = slots[i] else { return nil }
-            return a.attributeType.anyValue(from: v)
+            return a.attributeType.anyValue(from: currentAttributeValue(at: i))
         }
         if (p as? NSRelationshipDescription)?.isToMany == true { return resolvedToMany(at: i) }
         return resolvedToOne(at: i)
@@ -62,8 +61,12 @@ extension NSManagedObject {
     @usableFromInline
     func setAttribute(_ value: StoreValue, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
-        loadSlots()
-        storedSlots[i] = .value(value)
+        if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
+        if valueStorage == .values {
+            storedValues[i] = value
+        } else {
+            storedSlots[i] = .value(value)
+        }
         markChanged()
     }
 
@@ -72,12 +75,7 @@ extension NSManagedObject {
     func attributeValue(at i: Int) -> StoreValue {
         prepareForAccess("reading '\(entity.properties[i].name)'")
         if flags.contains(.probe) { probedSlot = i }
-        if flags.contains(.valuesInSnapshot), entity.slotKinds[i] == .attribute, let row = storedSnapshot {
-            return i < row.values.count ? row.values[i] : .null  // as `decode(_:)` would
-        }
-        loadSlots()
-        guard case let .value(v) = storedSlots[i] else { return .null }
-        return v
+        return currentAttributeValue(at: i)
     }
 
     private func convert(_ value: Any?, for a: NSAttributeDescription) -> StoreValue {
@@ -176,7 +174,9 @@ extension NSManagedObject {
     /// Whether persistent property `i` differs from the last saved or fetched value.
     func persistentValueDiffers(at i: Int) -> Bool {
         if entity.slotKinds[i].isTransient { return false }
+        if valueStorage == .snapshot { return false }  // the values are the snapshot's
         let committed: StoreValue = snapshot.map { i < $0.values.count ? $0.values[i] : .null } ?? .null
+        if valueStorage == .values { return storedValues[i] != committed }
         switch slots[i] {
         case let .value(v): return v != committed
         case .unresolvedToOne, .unresolvedToMany: return false

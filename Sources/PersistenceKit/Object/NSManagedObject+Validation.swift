@@ -48,13 +48,13 @@ extension NSManagedObject {
     /// Built-in checks shared by insert and update validation.
     func validatePropertyConstraints() throws {
         prepareForAccess("validateForInsert/Update()")
-        loadSlots()
+        if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
         var errors: [CoreDataError] = []
         let properties = entity.properties
         let checked = entity.isSealed ? entity.constrainedSlots : NSEntityDescription.constrainedSlots(in: properties)
         for (i, isAttribute) in checked {
             if isAttribute {
-                if case .value(.null) = storedSlots[i] {
+                if attributeIsNull(at: i) {
                     let p = properties[i]
                     errors.append(
                         CoreDataError(

@@ -39,8 +39,6 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         /// Updated, and already listed in the context's unprocessed changes: further changes
         /// before the next `processPendingChanges()` need not tell the context again.
         static let changeRecorded = Flags(rawValue: 1 << 6)
-        /// The values are the snapshot's, not decoded into slots yet (see ``slots``).
-        static let valuesInSnapshot = Flags(rawValue: 1 << 7)
     }
 
     /// The object's entity.
@@ -95,44 +93,64 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     /// Current values, one slot per property of ``entity``; empty while a fault.
     ///
-    /// A fetched object keeps its values in ``snapshot`` until something needs slots:
-    /// reading an attribute goes straight to the snapshot, and any other use of `slots`
-    /// decodes them first. (Decoding every fetched row into a second array was an eighth of
-    /// a filtered fetch, and most fetched objects are only read; measured with callgrind.)
-    ///
-    /// Invariant: with `.valuesInSnapshot`, `storedSnapshot` is non-nil, `storedSlots` is
-    /// empty and the object is not a fault; the values are `decode(storedSnapshot)`.
+    /// The values do not always live here (see ``valueStorage``): reading `slots` or writing
+    /// through it first moves them into `storedSlots`; assigning it makes `storedSlots` the
+    /// home of the values again.
     @inline(__always) final var slots: ContiguousArray<Slot> {
         _read {
-            if flags.contains(.valuesInSnapshot) { decodeSnapshotIntoSlots() }
+            loadSlots()
             yield storedSlots
         }
         _modify {
-            if flags.contains(.valuesInSnapshot) { decodeSnapshotIntoSlots() }
+            loadSlots()
             yield &storedSlots
         }
         set {
-            flags.remove(.valuesInSnapshot)
+            valueStorage = .slots
+            storedValues = []
             storedSlots = newValue
         }
     }
     @exclusivity(unchecked) final var storedSlots: ContiguousArray<Slot>
 
+    /// Where an object's current values live.
+    ///
+    /// Most objects are read far more than written, and a slot array per object was a large
+    /// share of fetching and saving: decoding every fetched row into one was an eighth of a
+    /// filtered fetch, and building one per new object, then a second array of values for
+    /// the store, a tenth of inserting 100,000 objects (measured with callgrind). So a
+    /// fetched or saved object keeps its values in its snapshot, and an object of an entity
+    /// of persistent attributes only keeps them in one array of store values that the save
+    /// hands to the store and keeps as the snapshot. Only what needs slots makes them.
+    enum ValueStorage: UInt8 {
+        /// In `storedSlots`.
+        case slots
+        /// In `storedSnapshot` (unchanged since it was fetched or saved); `storedSlots` and
+        /// `storedValues` are empty. The values are `decode(storedSnapshot!)`.
+        case snapshot
+        /// In `storedValues`, one per property (the entity has persistent attributes only);
+        /// `storedSlots` is empty.
+        case values
+    }
+    @exclusivity(unchecked) final var valueStorage: ValueStorage = .slots
+    /// The values while `valueStorage == .values`; empty otherwise.
+    @exclusivity(unchecked) final var storedValues: [StoreValue] = []
+
     /// Makes `storedSlots` hold the values, for hot paths that then index `storedSlots`
     /// directly (the accessors of `slots` stayed calls, measured in an insert-and-save).
     @inline(__always)
     final func loadSlots() {
-        if flags.contains(.valuesInSnapshot) { decodeSnapshotIntoSlots() }
+        if valueStorage != .slots { moveValuesIntoSlots() }
     }
 
     /// The values last read from or written to the store, with the row version.
     ///
-    /// Setting it keeps the current values: while they still live in the old snapshot
-    /// (`.valuesInSnapshot`), they are decoded into slots first.
+    /// Setting it keeps the current values: while they still live in the old snapshot, they
+    /// move out of it first.
     @inline(__always) final var snapshot: StoreRow? {
         _read { yield storedSnapshot }
         set {
-            if flags.contains(.valuesInSnapshot) { decodeSnapshotIntoSlots() }
+            if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
             storedSnapshot = newValue
         }
     }
@@ -152,7 +170,13 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// Traps when `context` uses a model that does not contain `entity`.
     public required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
         self.entity = entity
-        self.storedSlots = Self.defaultSlots(for: entity)
+        if entity.isSealed && entity.hasOnlyPersistentAttributes {
+            self.storedSlots = []
+            self.storedValues = entity.defaultValues
+            self.valueStorage = .values
+        } else {
+            self.storedSlots = Self.defaultSlots(for: entity)
+        }
         if let context {
             context.insert(self)
         }
