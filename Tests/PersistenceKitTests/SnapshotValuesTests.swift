@@ -71,10 +71,7 @@ import Testing
     /// An entity of persistent attributes only keeps a saved object's values once, in its
     /// snapshot; reading, changing and saving again work as before.
     @Test func savedObjectsOfAttributeOnlyEntitiesKeepOneCopyOfTheirValues() async throws {
-        let model = try NSManagedObjectModel(managedObjectClasses: [Note.self, Tagged.self])
-        let container = NSPersistentContainer(name: "notes", managedObjectModel: model)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        try await container.loadPersistentStores()
+        let container = try await notesContainer()
         let context = container.newBackgroundContext()
         try await context.perform {
             let note = Note(context: context)
@@ -105,10 +102,7 @@ extension SnapshotValuesTests {
     /// in one array of store values (`ValueStorage.values`), which the save hands to the store
     /// and keeps as the snapshot.
     @Test func valuesOfAttributeOnlyObjectsLiveInOneArray() async throws {
-        let model = try NSManagedObjectModel(managedObjectClasses: [Note.self])
-        let container = NSPersistentContainer(name: "notes", managedObjectModel: model)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        try await container.loadPersistentStores()
+        let container = try await notesContainer()
         let context = container.newBackgroundContext()
         let id = try await context.perform {
             let note = Note(context: context)
@@ -138,6 +132,15 @@ extension SnapshotValuesTests {
         let saved = try await reader.perform { try reader.fetch(Note.fetchRequest()).map { "\($0.text) \($0.stars)" } }
         #expect(saved == ["final 0"])
     }
+}
+
+/// An in-memory container for `Note` and `Tagged`.
+private func notesContainer() async throws -> NSPersistentContainer {
+    let model = try NSManagedObjectModel(managedObjectClasses: [Note.self, Tagged.self])
+    let container = NSPersistentContainer(name: "notes", managedObjectModel: model)
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+    try await container.loadPersistentStores()
+    return container
 }
 
 final class Note: NSManagedObject {
