@@ -72,6 +72,10 @@ extension NSManagedObject {
     /// Moves the values from the snapshot or the value array into slots.
     @inline(never)
     func moveValuesIntoSlots() {
+        assert(storedSlots.isEmpty, "PersistenceKit internal error: \(objectID) has slots while its values live elsewhere")
+        assert(
+            valueStorage != .values || storedValues.count == entity.slotKinds.count,
+            "PersistenceKit internal error: \(objectID) holds \(storedValues.count) values for \(entity.slotKinds.count) properties")
         switch valueStorage {
         case .slots: return
         case .values:
