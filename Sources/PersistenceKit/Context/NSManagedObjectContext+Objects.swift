@@ -159,6 +159,7 @@ extension NSManagedObjectContext {
 
     /// Registers (or updates) the object for a fetched row, leaving it a fault that holds
     /// the row. A registered object with unsaved changes keeps its changes.
+    @inline(__always)
     func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
         let id = NSManagedObjectID(entity: entity, row: row.id, store: storeIdentifier)
         if let o = registeredByID[id] {
