@@ -7,63 +7,45 @@ import Testing
 /// such an object must see the values it would have seen with decoded slots. (Merging into
 /// such an object: MergingTests.mergeChangesFromContextDidSave.)
 @Suite struct SnapshotValuesTests {
-    /// Saves one book on a shelf; returns the book's ID.
-    private func seedBook(_ container: NSPersistentContainer) async throws -> NSManagedObjectID {
+    /// Seeds the fixture shelf and runs `body` on a fresh context with book "A" (100 pages,
+    /// on shelf "Shelf") loaded from the store.
+    private func withSeededBook(_ body: @escaping @Sendable (Book) throws -> Void) async throws {
+        let container = try Fixtures.container()
+        let seeded = try await Fixtures.seedShelf(container)
         let context = container.newBackgroundContext()
-        return try await context.perform {
-            let shelf = Shelf(context: context)
-            shelf.name = "Fiction"
-            let book = Book(context: context)
-            book.title = "Emma"
-            book.pages = 474
-            book.shelf = shelf
-            try context.save()
-            return book.objectID
+        try await context.perform {
+            try body(try #require(try context.existingObject(with: seeded.a) as? Book))
         }
     }
 
     @Test func attributeReadsComeFromTheSnapshotAndRelationshipsDecodeSlots() async throws {
-        let container = try Fixtures.container()
-        _ = try await seedBook(container)
-        let context = container.newBackgroundContext()
-        try await context.perform {
-            let book = try #require(try context.fetch(Book.fetchRequest()).first)
-            #expect(book.title == "Emma")
-            #expect(book.pages == 474)
+        try await withSeededBook { book in
+            #expect(book.title == "A")
+            #expect(book.pages == 100)
             #expect(book.valueStorage == .snapshot)
-            #expect(book.shelf?.name == "Fiction")  // a relationship needs slots
+            #expect(book.shelf?.name == "Shelf")  // a relationship needs slots
             #expect(book.valueStorage == .slots)
-            #expect(book.title == "Emma")
+            #expect(book.title == "A")
             #expect(!book.hasChanges)
         }
     }
 
     @Test func settingOneValueKeepsTheOthers() async throws {
-        let container = try Fixtures.container()
-        _ = try await seedBook(container)
-        let context = container.newBackgroundContext()
-        try await context.perform {
-            let book = try #require(try context.fetch(Book.fetchRequest()).first)
-            _ = book.title
+        try await withSeededBook { book in
             book.pages = 500
-            #expect(book.title == "Emma")
+            #expect(book.title == "A")
             #expect(book.changedValues().keys.sorted() == ["pages"])
-            #expect(book.committedValues(forKeys: ["pages"])["pages"] as? Int64 == 474)
+            #expect(book.committedValues(forKeys: ["pages"])["pages"] as? Int64 == 100)
         }
     }
 
     @Test func replacingTheSnapshotKeepsTheCurrentValues() async throws {
-        let container = try Fixtures.container()
-        _ = try await seedBook(container)
-        let context = container.newBackgroundContext()
-        try await context.perform {
-            let book = try #require(try context.fetch(Book.fetchRequest()).first)
-            _ = book.title
+        try await withSeededBook { book in
             let old = try #require(book.snapshot)
             var newer = old.values
             newer[0] = .string("Persuasion")
             book.snapshot = StoreRow(id: old.id, version: old.version + 1, values: newer)
-            #expect(book.title == "Emma")  // the values were the old snapshot's
+            #expect(book.title == "A")  // the values were the old snapshot's
             #expect(book.committedValues(forKeys: ["title"])["title"] as? String == "Persuasion")
         }
     }

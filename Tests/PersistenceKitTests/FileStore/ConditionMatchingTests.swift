@@ -2,8 +2,9 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-/// Filtered scans judge numeric conditions straight from the encoded bytes; the answer must
-/// be the one `StoreValue.compare` gives for the decoded value, for every operator.
+/// Filtered scans judge conditions on the encoded rows (`RowMatcher`), numbers and dates
+/// straight from their bytes; the answer must be the one `StoreValue.compare` gives for the
+/// decoded value, for every operator.
 @Suite struct ConditionMatchingTests {
     static let values: [StoreValue] = [
         .null, .integer(-5), .integer(0), .integer(7), .integer(.max), .double(-1.5), .double(0), .double(7),
@@ -26,7 +27,7 @@ import Testing
                     let condition = StoreFilter.Condition(property: column, op, constant)
                     let fromBytes = try bytes.withBytes { buf throws(FileStoreError) -> Bool in
                         var r = ByteReader(buf, range: 0..<buf.count, path: "test")
-                        return try FileStoreFormat.matches(condition, &r)
+                        return try RowMatcher(StoreFilter([condition])).matches(&r)
                     }
                     #expect(fromBytes == condition.matches(value: value), "\(value) \(op) \(constant)")
                 }
@@ -41,7 +42,7 @@ import Testing
         let condition = StoreFilter.Condition(property: 3, .equal, .null)
         let matched = try bytes.withBytes { buf throws(FileStoreError) -> Bool in
             var r = ByteReader(buf, range: 0..<buf.count, path: "test")
-            return try FileStoreFormat.matches(condition, &r)
+            return try RowMatcher(StoreFilter([condition])).matches(&r)
         }
         #expect(matched)
     }

@@ -209,30 +209,6 @@ enum FileStoreFormat {
         return try decodeValue(&r)
     }
 
-    /// Whether the encoded row at `r` passes `condition`, judged on the condition's own
-    /// column. Numbers compare straight from their bytes, the same way
-    /// `StoreValue.compare` orders them; other values are decoded and compared.
-    /// (Scanning 100,000 rows, building a `StoreValue` per condition per row was most of the
-    /// store's share of a filtered fetch.)
-    static func matches(_ condition: StoreFilter.Condition, _ r: inout ByteReader) throws(FileStoreError) -> Bool {
-        let n = Int(try r.u16())
-        guard condition.property < n else { return condition.matches(value: .null) }
-        for _ in 0..<condition.property { try skipValue(&r) }
-        @inline(__always) func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
-            a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
-        }
-        let tag = try r.u8()
-        switch (tag, condition.value) {
-        case let (Tag.integer.rawValue, .integer(b)): return condition.holds(order(try r.i64(), b))
-        case let (Tag.integer.rawValue, .double(b)): return condition.holds(order(Double(try r.i64()), b))
-        case let (Tag.double.rawValue, .double(b)): return condition.holds(order(Double(bitPattern: try r.u64()), b))
-        case let (Tag.double.rawValue, .integer(b)): return condition.holds(order(Double(bitPattern: try r.u64()), Double(b)))
-        default:
-            r.position -= 1
-            return condition.matches(value: try decodeValue(&r))
-        }
-    }
-
     // Switches on the raw tag: `Tag(rawValue:)` stayed an out-of-line call per value, a
     // tenth of matching rows in a filtered scan (measured with callgrind).
     @inline(__always)

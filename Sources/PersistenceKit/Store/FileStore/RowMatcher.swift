@@ -77,7 +77,8 @@ struct RowMatcher {
         }
         for i in general {
             r.position = start
-            if !(try FileStoreFormat.matches(conditions[i], &r)) { return false }
+            let condition = conditions[i]
+            if !condition.matches(value: try FileStoreFormat.decodeValue(at: condition.property, &r)) { return false }
         }
         return true
     }
