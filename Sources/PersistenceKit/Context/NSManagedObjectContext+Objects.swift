@@ -6,19 +6,21 @@ extension NSManagedObjectContext {
         assertOnQueue("\(type).init(context:)")
         // Objects are usually created many of one class in a row: remember the last answer
         // (for this coordinator generation) instead of hashing the class each time.
-        let model = coordinator.managedObjectModel
-        if entityCache.type == ObjectIdentifier(type), entityCache.generation == coordinatorCacheGeneration,
+        // The model is read only on a miss: reading it takes the coordinator's lock and
+        // retains the model, which cost as much as the rest of `init(context:)`'s lookup.
+        let generation = currentCoordinatorGeneration
+        if entityCache.type == ObjectIdentifier(type), entityCache.generation == generation,
             let e = entityCache.entity
         {
             return e
         }
-        guard let entity = model.entity(for: type) else {
+        guard let entity = coordinator.managedObjectModel.entity(for: type) else {
             preconditionFailure(
                 "PersistenceKit: \(type).init(context:) — the model of context '\(debugName)' has no entity for class "
                     + "\(type). Rule: build the model from this class (NSManagedObjectModel(managedObjectClasses:)) or "
                     + "set an entity's managedObjectClass to it.")
         }
-        entityCache = (coordinatorCacheGeneration, ObjectIdentifier(type), entity)
+        entityCache = (generation, ObjectIdentifier(type), entity)
         return entity
     }
 

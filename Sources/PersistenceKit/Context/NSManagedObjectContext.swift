@@ -131,8 +131,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
     }
 
-    /// The generation of the cached coordinator (valid right after reading `coordinator`).
-    var coordinatorCacheGeneration: Int { coordinatorCache.generation }
+    /// Changes whenever `persistentStoreCoordinator` is set: caches derived from the
+    /// coordinator (such as `entityCache`) record it and are valid while it is unchanged.
+    var currentCoordinatorGeneration: Int { coordinatorGeneration.load(ordering: .acquiring) }
 
     /// The coordinator, or a trap saying none is set. On the context's queue only (it keeps
     /// a queue-confined copy).

@@ -94,6 +94,12 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         hasher.combine(hashCode)
     }
 
+    /// The hash that `Set` and `Dictionary` use: the precomputed `hashCode`, mixed with the
+    /// table's seed without SipHash (see `identityHash`). Equal IDs have equal `hashCode`s.
+    public func _rawHashValue(seed: Int) -> Int {
+        identityHash(UInt(bitPattern: hashCode), seed: seed)
+    }
+
     /// A readable summary for logs and messages.
     public var description: String {
         "<\(entity.name) \(uriRepresentation().absoluteString)>"
