@@ -48,8 +48,20 @@ extension FileStore {
             for row in transaction.inserts { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
             for row in transaction.updates { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
             var w = FileStoreFormat.beginRecord(capacity: capacity)
+            // Inserts come grouped by entity: look the entity up once per run of rows, not
+            // twice per row (measured: a fiftieth of saving 100,000 inserts).
             var insertedMax: [Int32: Int64] = [:]
-            for row in transaction.inserts { insertedMax[row.id.entity] = max(insertedMax[row.id.entity] ?? 0, row.id.primaryKey) }
+            var runEntity: Int32 = -1
+            var runMax: Int64 = 0
+            for row in transaction.inserts {
+                if row.id.entity != runEntity {
+                    if runEntity >= 0 { insertedMax[runEntity] = max(insertedMax[runEntity] ?? 0, runMax) }
+                    runEntity = row.id.entity
+                    runMax = 0
+                }
+                runMax = max(runMax, row.id.primaryKey)
+            }
+            if runEntity >= 0 { insertedMax[runEntity] = max(insertedMax[runEntity] ?? 0, runMax) }
             w.u16(UInt16(insertedMax.count))
             for (entity, maxKey) in insertedMax.sorted(by: { $0.key < $1.key }) {
                 w.i32(entity)
@@ -83,8 +95,8 @@ extension FileStore {
             }
 
             let recordStart = s.image.count
-            let record = FileStoreFormat.finishRecord(&w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
-            try append(record, at: recordStart, to: &s)
+            FileStoreFormat.sealRecord(&w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
+            try w.withUnsafeBytes { record throws(FileStoreError) in try append(record, at: recordStart, to: &s) }
 
             // The record is on disk: apply it.
             s.sequence += 1
@@ -121,7 +133,7 @@ extension FileStore {
                     }
                     if pk >= table.nextKey { table.nextKey = pk + 1 }
                     if table.indexesReady, let columns {
-                        for c in columns { table.indexes[c, default: AttributeIndex()].add(c < row.values.count ? row.values[c] : .null, pk) }
+                        for c in columns { table.indexes[c].add(c < row.values.count ? row.values[c] : .null, pk) }
                     }
                     delta += Self.liveSize(ref)
                 }
@@ -137,14 +149,14 @@ extension FileStore {
 
     /// Writes a record at the end of the file (and syncs it under full durability). On
     /// failure, cuts the file back so the failed bytes cannot be mistaken for a record.
-    private func append(_ record: [UInt8], at offset: Int, to s: inout State) throws(FileStoreError) {
+    private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
         do {
             if s.dirtyTail {
                 try file.truncate(to: offset)
                 s.dirtyTail = false
             }
-            try file.write(record, at: offset)
+            try file.write(contentsOf: record, at: offset)
             if options.durability == .full { try file.sync() }
             s.image.append(record, writtenTo: file)
         } catch {

@@ -61,12 +61,32 @@ struct AttributeIndex {
     }
 }
 
+/// A table's attribute indexes, by property index.
+///
+/// An array rather than a `[Int: AttributeIndex]`: a save updates every indexed column of
+/// every row it writes, and hashing the column number for each was a fiftieth of saving
+/// 100,000 rows (measured with callgrind).
+struct ColumnIndexes {
+    private var byColumn: ContiguousArray<AttributeIndex> = []
+
+    /// The index of property `column`; empty until values are added.
+    subscript(column: Int) -> AttributeIndex {
+        get { column < byColumn.count ? byColumn[column] : AttributeIndex() }
+        _modify {
+            if column >= byColumn.count {
+                byColumn.append(contentsOf: repeatElement(AttributeIndex(), count: column + 1 - byColumn.count))
+            }
+            yield &byColumn[column]
+        }
+    }
+}
+
 extension FileStore.Table {
     mutating func index(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) throws(FileStoreError) {
         for c in columns {
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
             let v = try FileStoreFormat.decodeValue(at: c, &r)
-            indexes[c, default: AttributeIndex()].add(v, pk)
+            indexes[c].add(v, pk)
         }
     }
 
@@ -75,7 +95,7 @@ extension FileStore.Table {
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
             // The row was indexed when it was put, so it decodes; if not, nothing was indexed.
             guard let v = try? FileStoreFormat.decodeValue(at: c, &r) else { continue }
-            indexes[c]?.remove(v, pk)
+            indexes[c].remove(v, pk)
         }
     }
 }

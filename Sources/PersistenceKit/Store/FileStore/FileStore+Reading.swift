@@ -109,7 +109,7 @@ extension FileStore {
                     }
                     table.indexesReady = true
                 }
-                if let keys = table.indexes[condition.property, default: AttributeIndex()].keys(matching: condition) {
+                if let keys = table.indexes[condition.property].keys(matching: condition) {
                     return keys.sorted()
                 }
             }

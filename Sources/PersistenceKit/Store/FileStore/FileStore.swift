@@ -99,7 +99,7 @@ public final class FileStore: PersistentStore {
     struct Table {
         var rows = RowTable()
         var nextKey: Int64 = 1
-        var indexes: [Int: AttributeIndex] = [:]
+        var indexes = ColumnIndexes()
         /// Indexes of rows replayed at open are built on first use, not while the store
         /// opens: opening stays a single pass over the file (measured: building them at open
         /// tripled reopen time). A table that starts empty keeps its indexes from the start.

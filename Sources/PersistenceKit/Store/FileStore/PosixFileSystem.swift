@@ -122,11 +122,13 @@ final class PosixFile: StoreFile {
     }
 
     func write(_ bytes: [UInt8], at offset: Int) throws {
+        try bytes.withUnsafeBytes { try write(contentsOf: $0, at: offset) }
+    }
+
+    func write(contentsOf bytes: UnsafeRawBufferPointer, at offset: Int) throws {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { buf in
-                pwrite(fd, buf.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            }
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw StoreIOError(path: path, operation: "write", code: errno)

@@ -28,6 +28,10 @@ public protocol StoreFile: AnyObject, Sendable {
     func read(at offset: Int, count: Int) throws -> [UInt8]
     /// Writes all of `bytes` at `offset`, or throws.
     func write(_ bytes: [UInt8], at offset: Int) throws
+    /// Writes all of `bytes` at `offset`, or throws. Saves write their records through this
+    /// one, from the buffer they were encoded in. (A default is provided: it copies the bytes
+    /// into an array and calls ``write(_:at:)``.)
+    func write(contentsOf bytes: UnsafeRawBufferPointer, at offset: Int) throws
     /// Flushes the file's data to stable storage (`fsync`).
     func sync() throws
     /// Cuts the file to `size` bytes.
@@ -71,6 +75,11 @@ extension StoreFile {
     /// that later appends to the file show up in the mapping; `nil` when this file layer
     /// cannot map (the store then reads the file into memory instead).
     public func map(capacity: Int) throws -> StoreFileMapping? { nil }
+
+    /// Copies `bytes` into an array and writes it with ``write(_:at:)``.
+    public func write(contentsOf bytes: UnsafeRawBufferPointer, at offset: Int) throws {
+        try write(Array(bytes), at: offset)
+    }
 }
 
 /// A read-only memory mapping of a store file, unmapped when released.

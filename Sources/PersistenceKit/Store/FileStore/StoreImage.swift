@@ -66,7 +66,7 @@ struct StoreImage: Sendable {
     ///
     /// Never fails: if a larger mapping cannot be made, the image becomes an in-memory copy
     /// (the record is already in the file, so the image must follow it).
-    mutating func append(_ record: [UInt8], writtenTo file: any StoreFile) {
+    mutating func append(_ record: UnsafeRawBufferPointer, writtenTo file: any StoreFile) {
         guard let current = mapping else {
             heap.append(contentsOf: record)
             count = heap.count
