@@ -38,11 +38,12 @@ import Testing
             switch Int.random(in: 0..<3, using: &rng) {
             case 0:
                 if reference[o.objectID] == nil || reference[o.objectID] === o {
-                    registry[o.objectID] = o
+                    registry.insert(o)
                     reference[o.objectID] = o
                 }
             case 1:
-                registry[o.objectID] = nil
+                // Removes by key: whatever object holds the key (as the context does).
+                registry.remove(o.objectID)
                 reference[o.objectID] = nil
             default:
                 #expect(registry[o.objectID] === reference[o.objectID], "lookup differs at step \(step)")

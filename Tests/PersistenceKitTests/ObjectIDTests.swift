@@ -74,6 +74,41 @@ import Testing
         }
     }
 
+    /// Objects keep a key and make their `NSManagedObjectID` only when asked (`ObjectKey`).
+    /// An object whose ID nobody read before the save must still be registered under its
+    /// permanent ID afterwards; a temporary ID read before the save no longer finds it; a
+    /// fetched object's lazily made ID equals the saving context's ID, and is made once.
+    @Test func idsMadeOnDemandMatchTheKeysObjectsAreRegisteredUnder() throws {
+        let container = try Fixtures.container()
+        let writer = container.newBackgroundContext()
+        let (unread, readEarly, temporary): (NSManagedObjectID, NSManagedObjectID, NSManagedObjectID) = try writer.performAndWait {
+            let quiet = Book(context: writer)
+            quiet.title = "never asked"
+            let early = Book(context: writer)
+            early.title = "asked before saving"
+            let temporary = early.objectID
+            try writer.save()
+            #expect(!quiet.objectID.isTemporaryID)
+            #expect(writer.registeredObject(for: quiet.objectID) === quiet)
+            #expect(writer.registeredObject(for: early.objectID) === early)
+            #expect(writer.registeredObject(for: temporary) == nil)
+            #expect(temporary.isTemporaryID)
+            return (quiet.objectID, early.objectID, temporary)
+        }
+        #expect(unread != readEarly && readEarly != temporary)
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait {
+            let request = Book.fetchRequest()
+            request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.title, ascending: false)]
+            let books = try reader.fetch(request)
+            #expect(books.map(\.title) == ["never asked", "asked before saving"])
+            #expect(books.map(\.objectID) == [unread, readEarly])
+            #expect(books[0].objectID === books[0].objectID)
+            #expect(reader.object(with: unread) === books[0])
+            #expect(reader.registeredObject(for: readEarly) === books[1])
+        }
+    }
+
     @Test func everyInsertedObjectGetsADistinctTemporaryID() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()

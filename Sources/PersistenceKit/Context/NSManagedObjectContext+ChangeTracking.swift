@@ -72,7 +72,7 @@ extension NSManagedObjectContext {
         }
         object.managedObjectContext = self
         object.flags = [.inserted]
-        registeredByID[object.objectID] = object
+        registeredByID.insert(object)
         insertions.append(object)
         unprocessed.inserted.append(object)
         object.awakeFromInsert()
@@ -168,7 +168,7 @@ extension NSManagedObjectContext {
                 insertions.remove(object)
                 deletedSet.remove(object)
                 unprocessed.deleted.remove(object)
-                registeredByID[object.objectID] = nil
+                registeredByID.remove(object)
                 // Detached, not invalidated: as in Core Data it keeps its values and can still
                 // be read (observers of the change often do); it just has no context.
                 object.flags = []

@@ -90,7 +90,7 @@ extension NSManagedObjectContext {
         }
         for id in changes.deleted {
             guard let o = registeredByID[id] else { continue }
-            registeredByID[id] = nil
+            registeredByID.remove(id)
             insertions.remove(o)
             updatedSet.remove(o)
             deletedSet.remove(o)

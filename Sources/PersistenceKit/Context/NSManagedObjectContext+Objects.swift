@@ -39,12 +39,12 @@ extension NSManagedObjectContext {
                     + "context '\(debugName)' uses. Rule: object IDs only work with the coordinator that made them; "
                     + "use managedObjectID(forURIRepresentation:) on this coordinator.")
         }
-        guard let row = objectID.rowID else {
+        guard objectID.rowID != nil else {
             preconditionFailure(
                 "PersistenceKit: object(with: \(objectID)) — a temporary ID only names an object in the context that "
                     + "inserted it. Rule: save or obtainPermanentIDs(for:) before passing IDs between contexts.")
         }
-        return fault(for: objectID, row: row)
+        return fault(for: objectID)
     }
 
     /// The object for `objectID`, loaded from the store if it is not registered or is a fault.
@@ -78,7 +78,7 @@ extension NSManagedObjectContext {
             o.fireFault()
             return o
         }
-        let o = fault(for: objectID, row: rowID)
+        let o = fault(for: objectID)
         o.snapshot = row
         o.fireFault()
         return o
@@ -96,7 +96,7 @@ extension NSManagedObjectContext {
     /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error.
     public func obtainPermanentIDs(for objects: [NSManagedObject]) throws {
         assertOnQueue("obtainPermanentIDs(for:)")
-        let temporary = objects.filter { $0.objectID.isTemporaryID }
+        let temporary = objects.filter { $0.rowID == nil }
         if temporary.isEmpty { return }
         for o in temporary where o.managedObjectContext !== self {
             preconditionFailure("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
@@ -133,9 +133,9 @@ extension NSManagedObjectContext {
 
     /// Re-registers an object under its new permanent ID.
     func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
-        registeredByID[object.objectID] = nil
-        object.objectID = NSManagedObjectID(entity: object.entity, row: row, store: store.identifier)
-        registeredByID[object.objectID] = object
+        registeredByID.remove(object)
+        object.setObjectKey(ObjectKey(entity: object.entity, row: row, store: store.identifier))
+        registeredByID.insert(object)
     }
 
     /// The registered object for a store row, or a new fault for it.
@@ -143,19 +143,33 @@ extension NSManagedObjectContext {
         guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
             preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")
         }
-        let id = NSManagedObjectID(entity: entity, row: row, store: store.identifier)
-        if let o = registeredByID[id] { return o }
-        return fault(for: id, row: row)
+        let key = ObjectKey(entity: entity, row: row, store: store.identifier)
+        if let o = registeredByID[key, entity] { return o }
+        return fault(for: key, entity: entity)
     }
 
     /// Registers a new fault for a permanent ID.
-    func fault(for id: NSManagedObjectID, row: StoreRowID) -> NSManagedObject {
-        let o = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+    func fault(for id: NSManagedObjectID) -> NSManagedObject {
+        let o = makeFault(id.entity)
         o.objectID = id
+        registeredByID.insert(o)
+        return o
+    }
+
+    /// Registers a new fault for a permanent key of `entity` (its ID is made when asked for).
+    func fault(for key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject {
+        let o = makeFault(entity)
+        o.setObjectKey(key)
+        registeredByID.insert(o)
+        return o
+    }
+
+    @inline(__always)
+    private func makeFault(_ entity: NSEntityDescription) -> NSManagedObject {
+        let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
         o.slots = []
         o.flags = [.fault]
         o.managedObjectContext = self
-        registeredByID[id] = o
         return o
     }
 
@@ -163,19 +177,19 @@ extension NSManagedObjectContext {
     /// the row. A registered object with unsaved changes keeps its changes.
     @inline(__always)
     func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
-        let id = NSManagedObjectID(entity: entity, row: row.id, store: storeIdentifier)
-        if let o = registeredByID[id] {
+        let key = ObjectKey(entity: entity, row: row.id, store: storeIdentifier)
+        if let o = registeredByID[key, entity] {
             if o.flags.contains(.fault) { o.snapshot = row }
             return o
         }
-        let o = fault(for: id, row: row.id)
+        let o = fault(for: key, entity: entity)
         o.snapshot = row
         return o
     }
 
     /// The row to fill a fault with, straight from the store.
     func rowForFault(_ object: NSManagedObject) -> StoreRow? {
-        guard let row = object.objectID.rowID, let store = try? coordinator.primaryStore(for: "firing a fault") else {
+        guard let row = object.rowID, let store = try? coordinator.primaryStore(for: "firing a fault") else {
             return nil
         }
         return try? store.fetchRow(row)

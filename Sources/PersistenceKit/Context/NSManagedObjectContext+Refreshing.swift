@@ -56,7 +56,7 @@ extension NSManagedObjectContext {
         let inserted = Set(insertions.objects)
         var restored = Set<NSManagedObject>()
         for o in inserted {
-            registeredByID[o.objectID] = nil
+            registeredByID.remove(o)
             o.invalidate()
         }
         for o in updatedSet.union(deletedSet) {
@@ -80,9 +80,9 @@ extension NSManagedObjectContext {
     /// ``NSInvalidatedAllObjectsKey``.
     public func reset() {
         assertOnQueue("reset()")
-        let ids = Array(registeredByID.keys)
+        let ids = registeredByID.values.map(\.objectID)
         for o in registeredByID.values { o.invalidate() }
-        registeredByID = [:]
+        registeredByID = ObjectRegistry()
         insertions.removeAll()
         updatedSet = []
         deletedSet = []

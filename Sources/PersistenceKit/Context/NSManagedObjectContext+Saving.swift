@@ -54,7 +54,7 @@ extension NSManagedObjectContext {
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
 
-        let needingRows = inserted.filter { $0.objectID.isTemporaryID }
+        let needingRows = inserted.filter { $0.rowID == nil }
         try allocateRows(for: needingRows, in: store, ordered: true)
         // Success or failure, the rows handed out are this attempt's only.
         defer { for o in needingRows { o.pendingRow = nil } }
@@ -89,7 +89,7 @@ extension NSManagedObjectContext {
     func objectsInSaveOrder(_ set: Set<NSManagedObject>) -> [NSManagedObject] {
         set.sorted {
             if $0.insertionIndex != $1.insertionIndex { return $0.insertionIndex < $1.insertionIndex }
-            let a = $0.objectID.rowID, b = $1.objectID.rowID
+            let a = $0.rowID, b = $1.rowID
             if let a, let b { return a < b }
             return a == nil && b != nil
         }
@@ -118,7 +118,7 @@ extension NSManagedObjectContext {
     private func makeTransaction(
         inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject]
     ) -> (StoreTransaction, [NSManagedObject]) {
-        let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.objectID.rowID ?? o.pendingRow }
+        let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.rowID ?? o.pendingRow }
         func encode(_ o: NSManagedObject) -> [StoreValue] {
             if o.valueStorage == .values { return o.storedValues }  // the same storage: no copy
             let kinds = o.entity.slotKinds
@@ -134,13 +134,13 @@ extension NSManagedObjectContext {
             written.append(o)
         }
         for o in updated {
-            guard let id = o.objectID.rowID, let snapshot = o.snapshot else { continue }
+            guard let id = o.rowID, let snapshot = o.snapshot else { continue }
             guard o.entity.properties.indices.contains(where: { o.persistentValueDiffers(at: $0) }) else { continue }
             t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
             written.append(o)
         }
         for o in deleted {
-            guard let id = o.objectID.rowID else { continue }  // never saved: nothing to delete
+            guard let id = o.rowID else { continue }  // never saved: nothing to delete
             // The version read last; a fault without one asks the store (gone: nothing to do).
             guard let version = o.snapshot?.version ?? rowForFault(o)?.version else { continue }
             t.deletes.append((id: id, expectedVersion: version))
@@ -256,7 +256,7 @@ extension NSManagedObjectContext {
             changes.updated.append(o.objectID)
         }
         for o in deleted {
-            registeredByID[o.objectID] = nil
+            registeredByID.remove(o)
             changes.deleted.append(o.objectID)
         }
         for o in inserted + updated + deleted { o.didSave() }

@@ -115,7 +115,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         // No other thread can be using these objects: their context is gone, so any access
         // traps. Objects kept by callers become invalidated.
         for o in registeredByID.values { o.invalidate() }
-        registeredByID = [:]
+        registeredByID = ObjectRegistry()
         coordinatorBox.withLock { $0 }?.removeMergeObserver(self)
         let streams = didSaveStreams.withLock { s in s }
         for (_, c) in streams { c.finish() }

@@ -1,7 +1,7 @@
 /// The objects a context holds, by object ID: one object per ID (uniquing).
 ///
-/// An open-addressing table keyed by each object's own `objectID`, using the ID's cached
-/// hash. `Dictionary` hashed every ID again with SipHash on every lookup and insert, which
+/// An open-addressing table keyed by each object's own key (`ObjectKey`: its ID without
+/// the ID object), using the key's cached hash. `Dictionary` hashed every ID again with SipHash on every lookup and insert, which
 /// showed up as a fifth of an insert-heavy save. Linear probing with backward-shift
 /// deletion (no tombstones); at most half full.
 ///
@@ -10,9 +10,9 @@
 /// the buckets, every probe read the object and then its ID — two cache misses each — and
 /// re-keying 100,000 objects at save took over 50 ms.)
 ///
-/// Invariant: an object's `objectID` does not change while it is in the table (the context
-/// removes it, changes the ID, and adds it again).
-struct ObjectRegistry: ExpressibleByDictionaryLiteral {
+/// Invariant: an object's key does not change while it is in the table (the context removes
+/// it, changes the key, and adds it again).
+struct ObjectRegistry {
     private struct Bucket {
         var hash: Int
         var object: NSManagedObject?
@@ -25,49 +25,62 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
         buckets = ContiguousArray(repeating: Bucket(hash: 0, object: nil), count: 16)
     }
 
-    init(dictionaryLiteral elements: (NSManagedObjectID, NSManagedObject)...) {
-        self.init()
-        for (id, object) in elements { self[id] = object }
-    }
-
     var isEmpty: Bool { count == 0 }
 
     private var mask: Int { buckets.count - 1 }
 
-    /// The bucket holding `id`, or the empty bucket where it would go.
+    /// The bucket holding the object with `key` of `entity`, or the empty bucket where it
+    /// would go.
     @inline(__always)
-    private func find(_ id: NSManagedObjectID) -> (index: Int, found: Bool) {
-        let hash = id.hashCode
+    private func find(_ key: ObjectKey, _ entity: NSEntityDescription) -> (index: Int, found: Bool) {
+        let hash = key.hashCode
         var i = hash & mask
         while let o = buckets[i].object {
-            if buckets[i].hash == hash, o.objectID === id || o.objectID == id { return (i, true) }
+            if buckets[i].hash == hash, o.entity === entity, o.hasObjectKey(key) { return (i, true) }
             i = (i + 1) & mask
         }
         return (i, false)
     }
 
+    /// The object registered under `id`.
     subscript(id: NSManagedObjectID) -> NSManagedObject? {
-        get {
-            let (i, found) = find(id)
-            return found ? buckets[i].object : nil
-        }
-        set {
-            if let newValue {
-                assert(newValue.objectID == id, "an object is registered under its own objectID")
-                let (i, found) = find(id)
-                buckets[i] = Bucket(hash: id.hashCode, object: newValue)
-                if !found {
-                    count += 1
-                    if count * 2 > buckets.count { grow() }
-                }
-            } else {
-                remove(id)
-            }
+        self[id.objectKey, id.entity]
+    }
+
+    /// The object registered with `key` of `entity`.
+    subscript(key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject? {
+        let (i, found) = find(key, entity)
+        return found ? buckets[i].object : nil
+    }
+
+    /// Whether `object` is registered here (under its key).
+    func contains(_ object: NSManagedObject) -> Bool {
+        self[object.objectKey, object.entity] === object
+    }
+
+    /// Registers `object` under its key, replacing any object registered with that key.
+    mutating func insert(_ object: NSManagedObject) {
+        let key = object.objectKey
+        let (i, found) = find(key, object.entity)
+        buckets[i] = Bucket(hash: key.hashCode, object: object)
+        if !found {
+            count += 1
+            if count * 2 > buckets.count { grow() }
         }
     }
 
-    private mutating func remove(_ id: NSManagedObjectID) {
-        var (hole, found) = find(id)
+    /// Removes the object registered under `id`, if any.
+    mutating func remove(_ id: NSManagedObjectID) {
+        remove(id.objectKey, id.entity)
+    }
+
+    /// Removes `object` (whatever is registered under its key).
+    mutating func remove(_ object: NSManagedObject) {
+        remove(object.objectKey, object.entity)
+    }
+
+    private mutating func remove(_ key: ObjectKey, _ entity: NSEntityDescription) {
+        var (hole, found) = find(key, entity)
         guard found else { return }
         // Held until the table is consistent again: releasing the last reference runs the
         // object's deinit, which must not find the table half-shifted.
@@ -116,6 +129,4 @@ struct ObjectRegistry: ExpressibleByDictionaryLiteral {
         return result
     }
 
-    /// Every registered object ID.
-    var keys: [NSManagedObjectID] { values.map(\.objectID) }
 }

@@ -182,13 +182,13 @@ extension NSManagedObject {
         case .unresolvedToOne, .unresolvedToMany: return false
         case let .toOne(o):
             guard let o else { return !committed.isNull }
-            guard let row = o.objectID.rowID else { return true }
+            guard let row = o.rowID else { return true }
             return committed != .reference(row)
         case let .toMany(set):
             var rows: [StoreRowID] = []
             rows.reserveCapacity(set.count)
             for o in set {
-                guard let row = o.objectID.rowID else { return true }
+                guard let row = o.rowID else { return true }
                 rows.append(row)
             }
             if case let .references(old) = committed { return rows.sorted() != old }

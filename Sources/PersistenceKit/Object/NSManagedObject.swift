@@ -45,18 +45,57 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     public let entity: NSEntityDescription
 
     /// The object's ID: temporary until the object is saved or given a permanent ID.
+    ///
+    /// Made on first use from the object's key (see `ObjectKey`) and kept; read it on the
+    /// object's queue, like its other properties. The ID itself is `Sendable`.
     public internal(set) final var objectID: NSManagedObjectID {
         get {
             if let id = storedObjectID { return id }
-            let id = NSManagedObjectID(temporaryFor: entity)
+            let id = NSManagedObjectID(entity: entity, objectKey: objectKey)
             storedObjectID = id
             return id
         }
-        set { storedObjectID = newValue }
+        set {
+            storedKey = newValue.objectKey
+            storedObjectID = newValue
+        }
     }
 
-    /// The ID, made on first use: a fault gets its permanent ID right after creation, so
-    /// making a temporary one in `init` for every fetched row was wasted work.
+    /// The object's identity: the key the context registers it under. A new object gets a
+    /// temporary key on first use (fetched objects get their permanent key at once).
+    @inline(__always)
+    final var objectKey: ObjectKey {
+        if let k = storedKey { return k }
+        return makeTemporaryKey()
+    }
+
+    @inline(never)
+    private final func makeTemporaryKey() -> ObjectKey {
+        let k = ObjectKey(temporaryFor: entity)
+        storedKey = k
+        return k
+    }
+
+    /// Whether the object's key is `key`. Compares in place: the registry asks this for
+    /// every probe that meets an equal hash.
+    @inline(__always)
+    final func hasObjectKey(_ key: ObjectKey) -> Bool {
+        guard let k = storedKey else { return false }
+        return k.hashCode == key.hashCode && k.key == key.key && k.store == key.store
+    }
+
+    /// The object's store row; `nil` while its key is temporary. (Reads the key, not
+    /// `objectID`, so no ID object is made.)
+    final var rowID: StoreRowID? { objectKey.rowID }
+
+    /// Gives the object a new key (and drops the ID made from the old one).
+    final func setObjectKey(_ key: ObjectKey) {
+        storedKey = key
+        storedObjectID = nil
+    }
+
+    @exclusivity(unchecked) private final var storedKey: ObjectKey?
+    /// The ID made from `storedKey`, once asked for.
     @exclusivity(unchecked) private final var storedObjectID: NSManagedObjectID?
 
     /// The context that owns the object; `nil` once the object was removed from it (its
@@ -65,7 +104,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         get {
             // Checked only on the context's queue, where reading its registry is allowed.
             assert(
-                !(contextQueue?.isCurrent ?? false) || storedContext.map { $0.registeredByID[objectID] === self } ?? true,
+                !(contextQueue?.isCurrent ?? false) || storedContext.map { $0.registeredByID.contains(self) } ?? true,
                 "PersistenceKit invariant: an object with a context is registered in it")
             return storedContext
         }
