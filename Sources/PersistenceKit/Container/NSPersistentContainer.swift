@@ -18,7 +18,8 @@ open class NSPersistentContainer: @unchecked Sendable {
     // `let` of a Sendable type or lives in `state`, a Lock.
 
     private struct State {
-        var descriptions: [NSPersistentStoreDescription]
+        /// `nil` until read or set: the default description is made on first read.
+        var descriptions: [NSPersistentStoreDescription]?
         var loaded: Set<ObjectIdentifier> = []
     }
 
@@ -39,8 +40,10 @@ open class NSPersistentContainer: @unchecked Sendable {
         self.persistentStoreCoordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
         self.viewContext = NSManagedObjectContext(concurrencyType: .mainQueueConcurrencyType, coordinator: persistentStoreCoordinator)
         self.viewContext.name = "viewContext"
-        let url = Self.defaultDirectoryURL().appendingPathComponent("\(name).store")
-        self.state = Lock(State(descriptions: [NSPersistentStoreDescription(url: url)]))
+        // The default description is made when first read, not here: finding the default
+        // folder reads the environment and walks XDG paths, which was a fifth of reopening a
+        // store whose description the caller replaces anyway (measured with callgrind).
+        self.state = Lock(State(descriptions: nil))
     }
 
     /// The folder default stores go in: the user's application-support folder (on Linux,
@@ -52,7 +55,16 @@ open class NSPersistentContainer: @unchecked Sendable {
 
     /// The stores ``loadPersistentStores(completionHandler:)`` loads. Change before loading.
     public var persistentStoreDescriptions: [NSPersistentStoreDescription] {
-        get { state.withLock { $0.descriptions } }
+        get {
+            if let descriptions = state.withLock({ $0.descriptions }) { return descriptions }
+            let url = type(of: self).defaultDirectoryURL().appendingPathComponent("\(name).store")
+            let made = [NSPersistentStoreDescription(url: url)]
+            return state.withLock { s in
+                if let descriptions = s.descriptions { return descriptions }
+                s.descriptions = made
+                return made
+            }
+        }
         set { state.withLock { $0.descriptions = newValue } }
     }
 
