@@ -147,23 +147,63 @@ extension FileStore {
         }
     }
 
-    /// Writes a record at the end of the file (and syncs it under full durability). On
+    /// Zero bytes written ahead of the data at full durability (256 KiB).
+    ///
+    /// A save that appends to the file changes its size, and syncing a size change commits
+    /// file-system metadata too; a save that overwrites blocks the file already has does not.
+    /// Measured on this project's Linux machine (ext4, 120-byte writes, 1,000 rounds): append
+    /// and `fsync` 135–150 µs, overwrite of written zeros and `fsync` 85–90 µs. SQLite's WAL
+    /// gets the same effect by reusing its log from the start after each checkpoint. Opening
+    /// after a crash cuts the zeros (they are where a record would start); closing drops
+    /// them before the close record is synced.
+    public static let reservation = 256 << 10
+
+    /// Writes a record at the end of the data (and syncs it under full durability). On
     /// failure, cuts the file back so the failed bytes cannot be mistaken for a record.
+    ///
+    /// At full durability the record overwrites reserved zeros when it fits in them; when it
+    /// does not, it extends the file and a new reservation is written after it, synced with
+    /// the record. A failure to write the reservation only drops it.
     private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
         do {
             if s.dirtyTail {
                 try file.truncate(to: offset)
                 s.dirtyTail = false
+                s.reserved = 0
             }
             try file.write(contentsOf: record, at: offset)
-            if options.durability == .full { try file.sync() }
+            if options.durability == .full {
+                if record.count <= s.reserved {
+                    s.reserved -= record.count
+                } else {
+                    reserveSpace(after: offset + record.count, in: file, &s)
+                }
+                try file.sync()
+            }
             s.image.append(record, writtenTo: file)
         } catch {
             s.dirtyTail = true
+            s.reserved = 0
             if (try? file.truncate(to: offset)) != nil { s.dirtyTail = false }
             if let e = error as? StoreIOError { throw FileStoreError.io(e, path: path, "saving") }
             throw FileStoreError(.io, path: path, "saving failed: \(error)")
+        }
+    }
+
+    /// Writes ``reservation`` zero bytes at `end`. Best effort: if the write fails (a full
+    /// disk), the save goes on without a reservation and the next write first cuts whatever
+    /// part of it reached the file.
+    private func reserveSpace(after end: Int, in file: any StoreFile, _ s: inout State) {
+        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.reservation, alignment: 16)
+        defer { zeros.deallocate() }
+        zeros.initializeMemory(as: UInt8.self, repeating: 0)
+        do {
+            try file.write(contentsOf: UnsafeRawBufferPointer(zeros), at: end)
+            s.reserved = Self.reservation
+        } catch {
+            s.reserved = 0
+            s.dirtyTail = true
         }
     }
 }

@@ -187,7 +187,11 @@ extension FileStore {
                 let magic = buf.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
                 let length = Int(buf.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self).littleEndian)
                 guard magic == FileStoreFormat.recordMagic else {
-                    if tolerant && buf[offset..<size].allSatisfy({ $0 == 0 }) { return (storeID, offset) }
+                    // After a crash, what follows the last record may be reserved zeros or an
+                    // unfinished record whose blocks reached the disk in any order (at full
+                    // durability the reservation means the file's size no longer hides them).
+                    // Neither holds an acknowledged save: cut, unless an intact record follows.
+                    if tolerant && !intactRecordFollows(buf, after: offset, version: version) { return (storeID, offset) }
                     throw FileStoreError(.corrupt, path: path, offset: offset, "a record marker is missing: the file is damaged here.")
                 }
                 let total = FileStoreFormat.recordOverhead + length
@@ -197,7 +201,8 @@ extension FileStore {
                 let crcAt = offset + FileStoreFormat.recordHeaderSize + length
                 let stored = buf.loadUnaligned(fromByteOffset: crcAt, as: UInt32.self).littleEndian
                 guard stored == FileStoreFormat.recordChecksum(UnsafeRawBufferPointer(rebasing: buf[offset..<crcAt]), version: version) else {
-                    if tolerant && offset + total == size { return (storeID, offset) }
+                    // Unfinished, as above: no intact record after it.
+                    if tolerant && !intactRecordFollows(buf, after: offset, version: version) { return (storeID, offset) }
                     throw FileStoreError(
                         .corrupt, path: path, offset: offset,
                         "a record's checksum does not match: the file is damaged here. Saves before this byte are intact.")
@@ -226,6 +231,25 @@ extension FileStore {
             }
             return (storeID, nil)
         }
+    }
+
+    /// Whether a whole record with a valid checksum starts anywhere after `offset` in `buf`:
+    /// then the damage at `offset` is not an unfinished last write, and must be reported.
+    static func intactRecordFollows(_ buf: UnsafeRawBufferPointer, after offset: Int, version: UInt32) -> Bool {
+        let size = buf.count
+        var at = offset + 1
+        while at + FileStoreFormat.recordOverhead <= size {
+            defer { at += 1 }
+            guard buf.loadUnaligned(fromByteOffset: at, as: UInt32.self).littleEndian == FileStoreFormat.recordMagic else { continue }
+            let length = Int(buf.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self).littleEndian)
+            guard length <= FileStoreFormat.maxPayload, at + FileStoreFormat.recordOverhead + length <= size else { continue }
+            let crcAt = at + FileStoreFormat.recordHeaderSize + length
+            let stored = buf.loadUnaligned(fromByteOffset: crcAt, as: UInt32.self).littleEndian
+            if stored == FileStoreFormat.recordChecksum(UnsafeRawBufferPointer(rebasing: buf[at..<crcAt]), version: version) {
+                return true
+            }
+        }
+        return false
     }
 
     /// Applies the payloads opening verified (if not done yet): builds the row tables. On a

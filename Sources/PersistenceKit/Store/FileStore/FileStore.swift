@@ -129,6 +129,10 @@ public final class FileStore: PersistentStore {
         var liveBytes: Int = 0
         /// Set when a failed write may have left bytes past the image's end.
         var dirtyTail = false
+        /// Zero bytes the file holds past the image's end, written ahead so that saves at
+        /// full durability overwrite allocated blocks instead of growing the file (see
+        /// `FileStore.reservation`). Always 0 at `normal` durability.
+        var reserved = 0
         var closed = false
         /// Number of compactions run (for tests and diagnostics).
         var compactions = 0
@@ -199,7 +203,9 @@ public final class FileStore: PersistentStore {
     /// rows). For tests and diagnostics.
     var isMaterialized: Bool { state.withLock { $0.unapplied.isEmpty } }
 
-    /// The current size of the store file in bytes.
+    /// The size of the store's data in bytes: the file's size once closed. While the store is
+    /// open at full durability the file may also hold up to ``reservation`` zero bytes after
+    /// the data, space written ahead for the next saves.
     public var fileSize: Int { state.withLock { $0.image.count } }
 
     /// The bytes of live rows, as a compaction would write them.
@@ -237,6 +243,9 @@ public final class FileStore: PersistentStore {
             do {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
                 try file.write(record, at: s.image.count)
+                // A cleanly closed file ends with its close record: drop the reserved zeros
+                // (if this fails, -lock stays and the next open cuts them as after a crash).
+                if s.reserved > 0 || s.dirtyTail { try file.truncate(to: s.image.count + record.count) }
                 try file.sync()
             } catch {
                 throw FileStoreError(
