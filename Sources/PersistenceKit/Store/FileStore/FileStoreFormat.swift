@@ -233,7 +233,16 @@ enum FileStoreFormat {
     }
 
     static func decodeValue(_ r: inout ByteReader) throws(FileStoreError) -> StoreValue {
-        guard let tag = Tag(rawValue: try r.u8()) else { throw r.corrupt("unknown value tag") }
+        // The common kinds by raw tag first, as in `skipValue` (`Tag(rawValue:)` is a call).
+        let raw = try r.u8()
+        switch raw {
+        case Tag.integer.rawValue: return .integer(try r.i64())
+        case Tag.double.rawValue: return .double(Double(bitPattern: try r.u64()))
+        case Tag.string.rawValue: return .string(try r.string())
+        case Tag.null.rawValue: return .null
+        default: break
+        }
+        guard let tag = Tag(rawValue: raw) else { throw r.corrupt("unknown value tag") }
         switch tag {
         case .null: return .null
         case .integer: return .integer(try r.i64())
