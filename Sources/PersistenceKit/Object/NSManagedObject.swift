@@ -46,8 +46,10 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     /// The object's ID: temporary until the object is saved or given a permanent ID.
     ///
-    /// Made on first use from the object's key (see `ObjectKey`) and kept; read it on the
-    /// object's queue, like its other properties. The ID itself is `Sendable`.
+    /// Made on first use from the object's key (see `ObjectKey`) and kept until the object
+    /// gets a permanent ID. The first read must happen on the object's queue (it stores the
+    /// ID); later reads may happen anywhere, as when another context merges a save
+    /// notification's objects. The ID itself is `Sendable`.
     public internal(set) final var objectID: NSManagedObjectID {
         get {
             if let id = storedObjectID { return id }
