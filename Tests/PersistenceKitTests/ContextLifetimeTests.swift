@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import PersistenceKit
 
@@ -52,6 +53,67 @@ final class LTNode: NSManagedObject {
             }
             _ = kept?.value
         }
+    }
+}
+
+/// Records what its context looked like from inside `didSave()`.
+final class LTHookNode: NSManagedObject {
+    @Attribute var value: Int64 = 0
+    static let contextSeenInDidSave = Mutex<[Int64: Bool]>([:])
+    override func didSave() {
+        super.didSave()
+        let key = value, seen = managedObjectContext != nil
+        LTHookNode.contextSeenInDidSave.withLock { $0[key] = seen }
+    }
+}
+
+/// An object refers to its context without retaining it (`NSManagedObject.storedContext`,
+/// `unowned(unsafe)`): only objects in the context's registry may hold the reference, so that
+/// the context's deinit can clear it. These paths once broke that rule.
+@Suite struct ContextLinkTests {
+    /// Deleted objects used to leave the registry before `didSave()`; a hook reading the
+    /// context then tripped the registry check (and the reference outlived the registration).
+    @Test func aDeletedObjectStillHasItsContextInDidSaveAndLosesItAfter() throws {
+        let container = NSPersistentContainer(
+            name: "hooks", managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [LTHookNode.self]))
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        let box = ErrorBox()
+        container.loadPersistentStores { _, error in box.set(error) }
+        if let e = box.get() { throw e }
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let node = LTHookNode(context: context)
+            node.value = 41
+            try context.save()
+            #expect(LTHookNode.contextSeenInDidSave.withLock { $0[41] } == true)
+            context.delete(node)
+            node.value = 42
+            try context.save()
+            #expect(LTHookNode.contextSeenInDidSave.withLock { $0[42] } == true)
+            #expect(node.managedObjectContext == nil)
+        }
+    }
+
+    /// An object deleted before any save is detached but keeps its ID; if the ID was made
+    /// permanent and another object took it meanwhile, re-inserting the first would leave
+    /// one of them outside the registry pointing at the context. It traps, naming the ID.
+    @Test func reinsertingADetachedObjectWhoseIDIsTakenTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try ContextLifetimeTests.container()
+            let context = container.newBackgroundContext()
+            try context.performAndWait {
+                let node = LTNode(context: context)
+                try context.obtainPermanentIDs(for: [node])
+                let id = node.objectID
+                context.delete(node)
+                context.processPendingChanges()
+                #expect(node.managedObjectContext == nil)
+                _ = context.object(with: id)  // a fault under the same ID
+                context.insert(node)
+            }
+        }
+        let text = BITSupport.stderr(result)
+        #expect(text.contains("already holds another object with ID"), "stderr: \(text)")
     }
 }
 

@@ -70,6 +70,16 @@ extension NSManagedObjectContext {
                 "PersistenceKit: insert(_:) — entity '\(object.entity.name)' is not part of the model of context "
                     + "'\(debugName)'. Rule: objects must be created from the entity descriptions of the context's model.")
         }
+        // An object detached by deleting it before a save keeps its ID; if that ID is
+        // permanent (obtainPermanentIDs) another object may have been registered under it
+        // since. Registering both would leave one outside the registry still pointing at
+        // this context (a dangling reference once the context is freed).
+        if let other = registeredByID[object.objectKey, object.entity], other !== object {
+            preconditionFailure(
+                "PersistenceKit: insert(_:) — context '\(debugName)' already holds another object with ID \(object.objectID). "
+                    + "Rule: an object ID names one object per context; insert a new object instead of re-inserting a "
+                    + "deleted one whose ID is in use.")
+        }
         object.managedObjectContext = self
         object.flags = [.inserted]
         registeredByID.insert(object)

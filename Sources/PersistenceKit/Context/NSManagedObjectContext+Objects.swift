@@ -135,7 +135,10 @@ extension NSManagedObjectContext {
     func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
         registeredByID.remove(object)
         object.setObjectKey(ObjectKey(entity: object.entity, row: row, store: store.identifier))
-        registeredByID.insert(object)
+        // A fault registered for this row (from an ID of a row that was never saved) names
+        // nothing that exists: the new object takes the row, and the fault is invalidated
+        // so that it does not keep this context.
+        registeredByID.insert(object)?.invalidate()
     }
 
     /// The registered object for a store row, or a new fault for it.
@@ -152,7 +155,8 @@ extension NSManagedObjectContext {
     func fault(for id: NSManagedObjectID) -> NSManagedObject {
         let o = makeFault(id.entity)
         o.objectID = id
-        registeredByID.insert(o)
+        let replaced = registeredByID.insert(o)
+        assert(replaced == nil, "PersistenceKit internal error: a fault replaced a registered object")
         return o
     }
 
@@ -160,7 +164,8 @@ extension NSManagedObjectContext {
     func fault(for key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject {
         let o = makeFault(entity)
         o.setObjectKey(key)
-        registeredByID.insert(o)
+        let replaced = registeredByID.insert(o)
+        assert(replaced == nil, "PersistenceKit internal error: a fault replaced a registered object")
         return o
     }
 

@@ -255,12 +255,14 @@ extension NSManagedObjectContext {
             o.flags.subtract([.updated, .changeRecorded])
             changes.updated.append(o.objectID)
         }
+        for o in deleted { changes.deleted.append(o.objectID) }
+        for o in inserted + updated + deleted { o.didSave() }
+        // Deleted objects stay registered through `didSave()` (it may read their context),
+        // then leave the registry and their context together.
         for o in deleted {
             registeredByID.remove(o)
-            changes.deleted.append(o.objectID)
+            o.invalidate()
         }
-        for o in inserted + updated + deleted { o.didSave() }
-        for o in deleted { o.invalidate() }
         clearUnprocessed()
 
         var info: [AnyHashable: Any] = [:]

@@ -58,15 +58,21 @@ struct ObjectRegistry {
         self[object.objectKey, object.entity] === object
     }
 
-    /// Registers `object` under its key, replacing any object registered with that key.
-    mutating func insert(_ object: NSManagedObject) {
+    /// Registers `object` under its key. Returns the object it replaced, if another object
+    /// was registered with that key: the caller must invalidate or refuse it, because an
+    /// object outside the registry must not keep its context (see
+    /// `NSManagedObject.storedContext`).
+    @discardableResult
+    mutating func insert(_ object: NSManagedObject) -> NSManagedObject? {
         let key = object.objectKey
         let (i, found) = find(key, object.entity)
+        let replaced = found ? buckets[i].object : nil
         buckets[i] = Bucket(hash: key.hashCode, object: object)
         if !found {
             count += 1
             if count * 2 > buckets.count { grow() }
         }
+        return replaced === object ? nil : replaced
     }
 
     /// Removes the object registered under `id`, if any.

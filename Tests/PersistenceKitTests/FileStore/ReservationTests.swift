@@ -117,3 +117,26 @@ import Testing
         }
     }
 }
+
+extension ReservationTests {
+    /// A full-durability store's file copied while open ends in reserved zeros; opened
+    /// without its -lock file it is reported as cut short (with the hint about -lock), not
+    /// as damaged.
+    @Test func aCopyOfAnOpenStoreIsReportedAsTruncated() throws {
+        let folder = try TemporaryFolder()
+        let container = try FSSupport.container(at: folder.storeURL, durability: "full")
+        try Self.saveBooks(container, ["a"])
+        let copy = try FSSupport.bytes(folder.storeURL)
+        let dataSize = try #require(FSSupport.fileStores(container).first).fileSize
+        try FSSupport.close(container)
+        try FSSupport.write(copy, to: folder.storeURL)
+        do {
+            _ = try FileStore.open(at: folder.storeURL, model: try Fixtures.model())
+            Issue.record("a copy of an open store opened strictly without an error")
+        } catch let error as FileStoreError {
+            #expect(error.kind == .truncated)
+            #expect(error.offset == dataSize)
+            #expect(error.description.contains("-lock"))
+        }
+    }
+}

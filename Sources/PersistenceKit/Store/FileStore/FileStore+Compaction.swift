@@ -23,7 +23,9 @@ extension FileStore {
     private func compact(_ s: inout State) throws(FileStoreError) {
         let fs = options.fileSystem
         let directory = (path as NSString).deletingLastPathComponent
-        var w = ByteWriter(capacity: s.liveBytes + 64)
+        // The checkpoint record is built in place and written from the writer: the live data
+        // is not copied again into an array (peak memory of a compaction: one copy of it).
+        var w = FileStoreFormat.beginRecord(capacity: s.liveBytes + 64)
         let entities = s.tables.keys.sorted()
         w.u16(UInt16(entities.count))
         for e in entities {
@@ -44,8 +46,9 @@ extension FileStore {
                 }
             }
         }
-        var image = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.versionHash)
-        image += FileStoreFormat.record(.checkpoint, sequence: s.sequence, payload: w.bytes, version: FileStoreFormat.version)
+        let header = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.versionHash)
+        FileStoreFormat.sealRecord(&w, .checkpoint, sequence: s.sequence, version: FileStoreFormat.version)
+        let newSize = header.count + w.count
 
         let temporary = path + "-compact"
         do {
@@ -53,7 +56,8 @@ extension FileStore {
                 let f = try fs.open(temporary, create: true)
                 defer { f.close() }
                 try f.truncate(to: 0)
-                try f.write(image, at: 0)
+                try f.write(header, at: 0)
+                try w.withUnsafeBytes { try f.write(contentsOf: $0, at: header.count) }
                 try f.sync()
             }
             try Self.io(path, "compacting (replacing the file)") { try fs.rename(temporary, to: path) }
@@ -78,7 +82,15 @@ extension FileStore {
             s.closed = true
             throw error
         }
-        var fresh = State(file: file, lockFile: s.lockFile, image: StoreImage(bytes: image, mappingFrom: file))
+        let freshImage: StoreImage
+        do {
+            freshImage = try Self.io(path, "compacting (reading the new file)") { try StoreImage(file: file, size: newSize) }
+        } catch {
+            file.close()
+            s.closed = true
+            throw error
+        }
+        var fresh = State(file: file, lockFile: s.lockFile, image: freshImage)
         do {
             _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
             try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)

@@ -192,6 +192,14 @@ extension FileStore {
                     // durability the reservation means the file's size no longer hides them).
                     // Neither holds an acknowledged save: cut, unless an intact record follows.
                     if tolerant && !intactRecordFollows(buf, after: offset, version: version) { return (storeID, offset) }
+                    if !tolerant && buf[offset..<size].allSatisfy({ $0 == 0 }) {
+                        // The space a full-durability store reserves: this is an open store's
+                        // file, copied (or left by a crash whose -lock file is gone).
+                        throw FileStoreError(
+                            .truncated, path: path, offset: offset,
+                            "the file ends in zero bytes without the marker a clean close writes: it was copied while open "
+                                + "(if a process using it crashed, keep its -lock file beside it so that recovery can run).")
+                    }
                     throw FileStoreError(.corrupt, path: path, offset: offset, "a record marker is missing: the file is damaged here.")
                 }
                 let total = FileStoreFormat.recordOverhead + length
@@ -235,6 +243,10 @@ extension FileStore {
 
     /// Whether a whole record with a valid checksum starts anywhere after `offset` in `buf`:
     /// then the damage at `offset` is not an unfinished last write, and must be reported.
+    ///
+    /// Errs towards reporting: the bytes of the unfinished record itself are scanned too, so
+    /// one whose binary attribute holds a copy of a whole record is reported as damage
+    /// (a typed error, nothing dropped) instead of cut.
     static func intactRecordFollows(_ buf: UnsafeRawBufferPointer, after offset: Int, version: UInt32) -> Bool {
         let size = buf.count
         var at = offset + 1

@@ -29,16 +29,6 @@ struct StoreImage: Sendable {
         self.init(mapping: nil, heap: bytes, count: bytes.count)
     }
 
-    /// `bytes`, which are all of `file`: the file mapped when the file layer can, else the
-    /// bytes themselves.
-    init(bytes: [UInt8], mappingFrom file: any StoreFile) {
-        if let m = try? file.map(capacity: Self.capacity(for: bytes.count)) {
-            self.init(mapping: m, heap: [], count: bytes.count)
-        } else {
-            self.init(bytes: bytes)
-        }
-    }
-
     /// The first `size` bytes of `file`: mapped when the file layer can, read otherwise.
     init(file: any StoreFile, size: Int) throws {
         // A mapping that fails (address-space limits, file systems that cannot map) is not an
