@@ -5,6 +5,12 @@
 //
 //   swift run -c release StoreBenchmark [N=100000] [path/to/sqlite_baseline.c]
 //
+// Each configuration runs in fresh processes, ours and SQLite's alternating, for
+// `PK_BENCH_ROUNDS` rounds (default 3). The table shows each side's best time over the
+// rounds and their ratio, and beside it the range of the ratios of the single rounds: on a
+// shared machine one round can swing by a third either way (SQLite's too), and the best of
+// several is the steadier figure of what the code costs.
+//
 // SQLite is only the baseline: the benchmark compiles and runs the C program with `cc
 // -lsqlite3` (never linked into PersistenceKit). Without a C compiler or libsqlite3 the
 // SQLite column reads "—".
@@ -141,13 +147,37 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
     return f
 }
 
-func runSQLite(n: Int, source: String) -> [String: Figures] {
-    guard FileManager.default.fileExists(atPath: source) else { return [:] }
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let binary = dir.appendingPathComponent("sqlite_baseline").path
-    func run(_ args: [String]) -> String? {
+/// The SQLite baseline program, compiled once into a temporary folder.
+struct SQLiteBaseline {
+    let dir: URL
+    let binary: String
+
+    /// Compiles `source`; nil without the source, a C compiler or libsqlite3.
+    init?(source: String) {
+        guard FileManager.default.fileExists(atPath: source) else { return nil }
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        binary = dir.appendingPathComponent("sqlite_baseline").path
+        guard Self.run(["cc", "-O2", "-o", binary, source, "-lsqlite3"]) != nil else { return nil }
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: dir) }
+
+    /// One run of the program at durability `mode` (a fresh process, a fresh database).
+    func run(n: Int, mode: String) -> Figures? {
+        try? FileManager.default.removeItem(at: dir.appendingPathComponent("baseline.sqlite"))
+        guard let out = Self.run([binary, "\(n)", mode, dir.path]),
+            let json = try? JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]
+        else { return nil }
+        func d(_ k: String) -> Double { (json[k] as? NSNumber)?.doubleValue ?? .nan }
+        func i(_ k: String) -> Int { (json[k] as? NSNumber)?.intValue ?? 0 }
+        return Figures(
+            insertSave: d("insert_save_s"), singleSave: d("single_saves_us"), indexedFetch: d("indexed_fetch_s"),
+            indexedRows: i("indexed_rows"), scanFetch: d("scan_fetch_s"), scanRows: i("scan_rows"),
+            reopenCount: d("reopen_count_s"), reopenedRows: i("reopened_rows"))
+    }
+
+    private static func run(_ args: [String]) -> String? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = args
@@ -158,20 +188,6 @@ func runSQLite(n: Int, source: String) -> [String: Figures] {
         p.waitUntilExit()
         return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
     }
-    guard run(["cc", "-O2", "-o", binary, source, "-lsqlite3"]) != nil else { return [:] }
-    var result: [String: Figures] = [:]
-    for mode in ["FULL", "NORMAL"] {
-        guard let out = run([binary, "\(n)", mode, dir.path]),
-            let json = try? JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]
-        else { continue }
-        func d(_ k: String) -> Double { (json[k] as? NSNumber)?.doubleValue ?? .nan }
-        func i(_ k: String) -> Int { (json[k] as? NSNumber)?.intValue ?? 0 }
-        result[mode] = Figures(
-            insertSave: d("insert_save_s"), singleSave: d("single_saves_us"), indexedFetch: d("indexed_fetch_s"),
-            indexedRows: i("indexed_rows"), scanFetch: d("scan_fetch_s"), scanRows: i("scan_rows"),
-            reopenCount: d("reopen_count_s"), reopenedRows: i("reopened_rows"))
-    }
-    return result
 }
 
 // MARK: Large store: open time and resident memory
@@ -273,7 +289,9 @@ func runOursInFreshProcess(n: Int, durability: FileStore.Durability) throws -> F
 
 let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
 let source = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "../shared/baselines/sqlite/sqlite_baseline.c"
-let sqlite = runSQLite(n: n, source: source)
+let rounds = max(1, Int(ProcessInfo.processInfo.environment["PK_BENCH_ROUNDS"] ?? "") ?? 3)
+let baseline = SQLiteBaseline(source: source)
+defer { baseline?.remove() }
 
 func cell(_ x: Double, _ unit: String) -> String {
     guard x.isFinite else { return "—" }
@@ -283,26 +301,40 @@ func cell(_ x: Double, _ unit: String) -> String {
     }
 }
 
-print("Store benchmark, N = \(n), release build. Ratio = ours / SQLite (lower is better).")
-print("| workload | durability | PersistenceKit | SQLite | ratio |")
-print("|---|---|---|---|---|")
+/// The timed workloads of a `Figures`, in table order.
+let workloads: [(name: String, unit: String, time: (Figures) -> Double)] = [
+    ("insert \(n) + save", "s", { $0.insertSave }),
+    ("1,000 single-object saves (per save)", "µs", { $0.singleSave }),
+    ("100 indexed equality fetches", "s", { $0.indexedFetch }),
+    ("1 non-indexed filtered fetch", "s", { $0.scanFetch }),
+    ("reopen + count", "s", { $0.reopenCount }),
+]
+
+print("Store benchmark, N = \(n), release build, best of \(rounds) rounds. Ratio = ours / SQLite (lower is better).")
+print("| workload | durability | PersistenceKit | SQLite | ratio | ratio per round |")
+print("|---|---|---|---|---|---|")
 for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMAL")] {
-    let ours = try runOursInFreshProcess(n: n, durability: durability)
-    let base = sqlite[mode]
-    let rows: [(String, Double, Double?, String)] = [
-        ("insert \(n) + save", ours.insertSave, base?.insertSave, "s"),
-        ("1,000 single-object saves (per save)", ours.singleSave, base?.singleSave, "µs"),
-        ("100 indexed equality fetches", ours.indexedFetch, base?.indexedFetch, "s"),
-        ("1 non-indexed filtered fetch", ours.scanFetch, base?.scanFetch, "s"),
-        ("reopen + count", ours.reopenCount, base?.reopenCount, "s"),
-    ]
-    for (name, o, b, unit) in rows {
-        let ratio = b.map { String(format: "%.2f", o / $0) } ?? "—"
-        print("| \(name) | \(mode) | \(cell(o, unit)) | \(b.map { cell($0, unit) } ?? "—") | \(ratio) |")
+    var ours: [Figures] = []
+    var base: [Figures] = []
+    for _ in 0..<rounds {
+        ours.append(try runOursInFreshProcess(n: n, durability: durability))
+        if let b = baseline?.run(n: n, mode: mode) { base.append(b) }
     }
-    print("| (first query after the reopen: builds the row table) | \(mode) | \(cell(ours.firstQueryAfterReopen, "s")) | — | — |")
-    if let base, base.indexedRows != ours.indexedRows || base.scanRows != ours.scanRows || base.reopenedRows != ours.reopenedRows {
-        print("warning: row counts differ from SQLite: ours \(ours.indexedRows)/\(ours.scanRows)/\(ours.reopenedRows), "
-            + "SQLite \(base.indexedRows)/\(base.scanRows)/\(base.reopenedRows)")
+    for w in workloads {
+        let o = ours.map(w.time).min() ?? .nan
+        let b = base.isEmpty ? nil : base.map(w.time).min()
+        let ratio = b.map { String(format: "%.2f", o / $0) } ?? "—"
+        var spread = "—"
+        if base.count == ours.count {
+            let perRound = zip(ours, base).map { w.time($0) / w.time($1) }
+            spread = String(format: "%.2f–%.2f", perRound.min() ?? .nan, perRound.max() ?? .nan)
+        }
+        print("| \(w.name) | \(mode) | \(cell(o, w.unit)) | \(b.map { cell($0, w.unit) } ?? "—") | \(ratio) | \(spread) |")
+    }
+    let firstQuery = ours.map(\.firstQueryAfterReopen).min() ?? .nan
+    print("| (first query after the reopen: builds the row table) | \(mode) | \(cell(firstQuery, "s")) | — | — | — |")
+    for (o, b) in zip(ours, base) where b.indexedRows != o.indexedRows || b.scanRows != o.scanRows || b.reopenedRows != o.reopenedRows {
+        print("warning: row counts differ from SQLite: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), "
+            + "SQLite \(b.indexedRows)/\(b.scanRows)/\(b.reopenedRows)")
     }
 }
