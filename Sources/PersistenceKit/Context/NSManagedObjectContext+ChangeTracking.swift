@@ -74,7 +74,9 @@ extension NSManagedObjectContext {
         // permanent (obtainPermanentIDs) another object may have been registered under it
         // since. Registering both would leave one outside the registry still pointing at
         // this context (a dangling reference once the context is freed).
-        if let other = registeredByID[object.objectKey, object.entity], other !== object {
+        // (Only a permanent key can be taken: temporary keys are unique in the process, and a
+        // new object has no key yet.)
+        if object.rowID != nil, let other = registeredByID[object.objectKey, object.entity], other !== object {
             preconditionFailure(
                 "PersistenceKit: insert(_:) — context '\(debugName)' already holds another object with ID \(object.objectID). "
                     + "Rule: an object ID names one object per context; insert a new object instead of re-inserting a "

@@ -132,14 +132,18 @@ extension NSManagedObjectContext {
     }
 
     /// Re-registers an object under its new permanent ID.
+    @inline(__always)
     func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
         registeredByID.remove(object)
         object.setObjectKey(ObjectKey(entity: object.entity, row: row, store: store.identifier))
         // A fault registered for this row (from an ID of a row that was never saved) names
         // nothing that exists: the new object takes the row, and the fault is invalidated
         // so that it does not keep this context.
-        registeredByID.insert(object)?.invalidate()
+        if let stale = registeredByID.insert(object) { invalidateStale(stale) }
     }
+
+    @inline(never)
+    private func invalidateStale(_ object: NSManagedObject) { object.invalidate() }
 
     /// The registered object for a store row, or a new fault for it.
     func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {
