@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import PersistenceKit
 
@@ -59,7 +58,7 @@ final class LTNode: NSManagedObject {
 /// Records what its context looked like from inside `didSave()`.
 final class LTHookNode: NSManagedObject {
     @Attribute var value: Int64 = 0
-    static let contextSeenInDidSave = Mutex<[Int64: Bool]>([:])
+    static let contextSeenInDidSave = Lock<[Int64: Bool]>([:])
     override func didSave() {
         super.didSave()
         let key = value, seen = managedObjectContext != nil

@@ -131,11 +131,20 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// The number of the store with `identifier`, for making object keys.
+    @inline(__always)
+    func storeNumber(for identifier: String) -> UInt32 {
+        if let cache = storeNumberCache, cache.identifier == identifier { return cache.number }
+        let number = StoreNumbers.number(for: identifier)
+        storeNumberCache = (identifier, number)
+        return number
+    }
+
     /// Re-registers an object under its new permanent ID.
     @inline(__always)
     func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
         registeredByID.remove(object)
-        object.setObjectKey(ObjectKey(entity: object.entity, row: row, store: store.identifier))
+        object.setObjectKey(ObjectKey(row: row, storeNumber: storeNumber(for: store.identifier)))
         // A fault registered for this row (from an ID of a row that was never saved) names
         // nothing that exists: the new object takes the row, and the fault is invalidated
         // so that it does not keep this context.
@@ -150,7 +159,7 @@ extension NSManagedObjectContext {
         guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
             preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")
         }
-        let key = ObjectKey(entity: entity, row: row, store: store.identifier)
+        let key = ObjectKey(row: row, storeNumber: storeNumber(for: store.identifier))
         if let o = registeredByID[key, entity] { return o }
         return fault(for: key, entity: entity)
     }
@@ -186,7 +195,7 @@ extension NSManagedObjectContext {
     /// the row. A registered object with unsaved changes keeps its changes.
     @inline(__always)
     func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
-        let key = ObjectKey(entity: entity, row: row.id, store: storeIdentifier)
+        let key = ObjectKey(row: row.id, storeNumber: storeNumber(for: storeIdentifier))
         if let o = registeredByID[key, entity] {
             if o.flags.contains(.fault) { o.snapshot = row }
             return o

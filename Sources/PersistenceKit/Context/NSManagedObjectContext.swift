@@ -60,6 +60,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// The queue's copy of the coordinator, valid while `coordinatorGeneration` still has
     /// this generation; plus the entity last looked up by class (for `init(context:)`).
     @exclusivity(unchecked) private var coordinatorCache: (generation: Int, coordinator: NSPersistentStoreCoordinator?) = (-1, nil)
+    /// The last store identifier this context made object keys for, with its number (see
+    /// `StoreNumbers`): one store almost always, so keys need no lock.
+    @exclusivity(unchecked) var storeNumberCache: (identifier: String, number: UInt32)?
     @exclusivity(unchecked) var entityCache: (generation: Int, type: ObjectIdentifier?, entity: NSEntityDescription?) = (-1, nil, nil)
     var isSaving = false
     var mergePolicyStorage: NSMergePolicy = .error

@@ -33,7 +33,7 @@ struct ObjectRegistry {
     /// would go.
     @inline(__always)
     private func find(_ key: ObjectKey, _ entity: NSEntityDescription) -> (index: Int, found: Bool) {
-        let hash = key.hashCode
+        let hash = key.hashCode(for: entity)
         var i = hash & mask
         while let o = buckets[i].object {
             if buckets[i].hash == hash, o.entity === entity, o.hasObjectKey(key) { return (i, true) }
@@ -67,7 +67,7 @@ struct ObjectRegistry {
         let key = object.objectKey
         let (i, found) = find(key, object.entity)
         let replaced = found ? buckets[i].object : nil
-        buckets[i] = Bucket(hash: key.hashCode, object: object)
+        buckets[i] = Bucket(hash: key.hashCode(for: object.entity), object: object)
         if !found {
             count += 1
             if count * 2 > buckets.count { grow() }

@@ -82,8 +82,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// every probe that meets an equal hash.
     @inline(__always)
     final func hasObjectKey(_ key: ObjectKey) -> Bool {
-        guard let k = storedKey else { return false }
-        return k.hashCode == key.hashCode && k.key == key.key && k.store == key.store
+        storedKey == key
     }
 
     /// The object's store row; `nil` while its key is temporary. (Reads the key, not

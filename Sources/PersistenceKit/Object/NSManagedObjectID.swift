@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The identity of a managed object, valid across contexts of one coordinator.
 ///
@@ -15,22 +14,23 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
 
     /// The entity of the object.
     public let entity: NSEntityDescription
-    /// Everything but the entity: the ID's key, store and hash.
+    /// Everything but the entity: the ID's key and store (see `ObjectKey`).
     let objectKey: ObjectKey
+    /// Computed once: IDs are dictionary keys on every hot path (uniquing, change sets).
+    let hashCode: Int
 
     var key: Key { objectKey.key }
     /// The identifier of the store holding the object (`nil` for temporary IDs).
-    public var persistentStoreIdentifier: String? { objectKey.store }
-    /// Computed once: IDs are dictionary keys on every hot path (uniquing, change sets).
-    var hashCode: Int { objectKey.hashCode }
+    public var persistentStoreIdentifier: String? { objectKey.storeIdentifier }
 
     /// Distinguishes this process's temporary IDs in URIs.
     private static let processToken = UUID().uuidString
 
-    /// The ID of an object of `entity` with `objectKey` (made for that entity).
+    /// The ID of an object of `entity` with `objectKey`.
     init(entity: NSEntityDescription, objectKey: ObjectKey) {
         self.entity = entity
         self.objectKey = objectKey
+        self.hashCode = objectKey.hashCode(for: entity)
     }
 
     convenience init(temporaryFor entity: NSEntityDescription) {
@@ -38,7 +38,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     convenience init(entity: NSEntityDescription, row: StoreRowID, store: String) {
-        self.init(entity: entity, objectKey: ObjectKey(entity: entity, row: row, store: store))
+        self.init(entity: entity, objectKey: ObjectKey(row: row, store: store))
     }
 
     /// Whether the ID is temporary (the object has not been saved nor given a permanent ID).
@@ -68,7 +68,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     }
 
     public static func == (lhs: NSManagedObjectID, rhs: NSManagedObjectID) -> Bool {
-        lhs === rhs || (lhs.objectKey == rhs.objectKey && lhs.entity === rhs.entity)
+        lhs === rhs || (lhs.hashCode == rhs.hashCode && lhs.objectKey == rhs.objectKey && lhs.entity === rhs.entity)
     }
 
     /// Hashes the ID (entity and key).
@@ -85,62 +85,5 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
     /// A readable summary for logs and messages.
     public var description: String {
         "<\(entity.name) \(uriRepresentation().absoluteString)>"
-    }
-}
-
-/// An object ID's identity without the ID object: key, store and hash (the entity is kept
-/// beside it, by the object or the ID).
-///
-/// A managed object holds its `ObjectKey` and makes its `NSManagedObjectID` only when asked:
-/// the context registers, finds and re-keys objects by key, so a fetched row or an inserted
-/// object costs no ID allocation unless someone reads `objectID` (measured: making, and for
-/// inserts later freeing, an ID object per row was a tenth of a filtered fetch and a twentieth
-/// of inserting 100,000 objects).
-struct ObjectKey: Equatable, Sendable {
-    let key: NSManagedObjectID.Key
-    /// The store identifier, for permanent keys.
-    let store: String?
-    /// Mixes the key and the entity; equal keys of one entity have equal hash codes.
-    let hashCode: Int
-
-    private static let temporaryCounter = Atomic<UInt64>(1)
-
-    /// A new temporary key, unique in the process.
-    init(temporaryFor entity: NSEntityDescription) {
-        let n = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
-        key = .temporary(n)
-        store = nil
-        hashCode = Self.hash(key: key, entity: entity)
-    }
-
-    /// The key of row `row` of `store`.
-    init(entity: NSEntityDescription, row: StoreRowID, store: String) {
-        key = .permanent(row)
-        self.store = store
-        hashCode = Self.hash(key: key, entity: entity)
-    }
-
-    /// The store row, for permanent keys.
-    var rowID: StoreRowID? {
-        if case let .permanent(r) = key { return r }
-        return nil
-    }
-
-    static func == (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
-        lhs.hashCode == rhs.hashCode && lhs.key == rhs.key && lhs.store == rhs.store
-    }
-
-    /// A cheap multiplicative mix (no SipHash): IDs are not attacker-chosen keys, and this
-    /// runs for every object a fetch or insert creates.
-    private static func hash(key: NSManagedObjectID.Key, entity: NSEntityDescription) -> Int {
-        let e = UInt64(UInt(bitPattern: ObjectIdentifier(entity)))
-        let k: UInt64
-        switch key {
-        case let .temporary(n): k = n ^ 0x5555_5555_5555_5555
-        case let .permanent(row): k = UInt64(bitPattern: row.primaryKey) &+ UInt64(UInt32(bitPattern: row.entity)) << 48
-        }
-        var x = (k ^ (e &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
-        x ^= x >> 31
-        return Int(truncatingIfNeeded: x)
     }
 }
