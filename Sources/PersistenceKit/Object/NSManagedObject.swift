@@ -109,8 +109,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
                 "PersistenceKit invariant: an object with a context is registered in it")
             return storedContext
         }
-        // Takes the queue from the new value, not by reading the weak reference back
-        // (measured: that weak load and its retain were a tenth of registering a fetched row).
+        // Takes the queue from the new value, not by reading the context reference back
+        // (measured when that reference was weak: the load and its retain were a tenth of
+        // registering a fetched row).
         set {
             storedContext = newValue
             contextQueue = newValue?.queue
@@ -127,12 +128,13 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // registered object (which sets this to nil) before the context's memory goes away, so
     // the reference never outlives its target. Removing an object from a registry must go
     // with `invalidate()` or `managedObjectContext = nil` (assignPermanentID re-registers
-    // at once). Debug builds check the invariant on each read.
+    // at once), and an object that `ObjectRegistry.insert` displaces must be invalidated or
+    // refused. Debug builds check the invariant on each read (ContextLinkTests).
     @exclusivity(unchecked) private final unowned(unsafe) var storedContext: NSManagedObjectContext?
 
     /// The owning context's queue, held strongly so that the queue check on every property
-    /// access needs no weak-reference load (measured: the weak load was the largest single
-    /// cost of a property read).
+    /// access needs no load of the context (measured when the context reference was weak:
+    /// that load was the largest single cost of a property read).
     @exclusivity(unchecked) final var contextQueue: ContextQueue?
 
     // Internal state is `final`: the class is `open`, and without it every read of these
