@@ -109,6 +109,30 @@ import Testing
         }
     }
 
+    /// Keys hold their store as a process-wide number (`StoreNumbers`): the same row of two
+    /// stores must still give unequal IDs, each naming its own store.
+    @Test func theSameRowOfTwoStoresGivesDifferentIDs() throws {
+        func savedBook(_ container: NSPersistentContainer) throws -> NSManagedObjectID {
+            let context = container.newBackgroundContext()
+            return try context.performAndWait {
+                let book = Book(context: context)
+                book.title = "first"
+                try context.save()
+                return book.objectID
+            }
+        }
+        let one = try Fixtures.container(name: "storeOne")
+        let two = try Fixtures.container(name: "storeTwo")
+        let a = try savedBook(one), b = try savedBook(two)
+        #expect(a.uriRepresentation().lastPathComponent == b.uriRepresentation().lastPathComponent)  // the same row
+        #expect(a != b)
+        #expect(a.persistentStoreIdentifier == one.persistentStoreCoordinator.persistentStores.first?.identifier)
+        #expect(b.persistentStoreIdentifier == two.persistentStoreCoordinator.persistentStores.first?.identifier)
+        #expect(a.persistentStoreIdentifier != b.persistentStoreIdentifier)
+        #expect(one.persistentStoreCoordinator.managedObjectID(forURIRepresentation: a.uriRepresentation()) == a)
+        #expect(two.persistentStoreCoordinator.managedObjectID(forURIRepresentation: a.uriRepresentation()) == nil)
+    }
+
     @Test func everyInsertedObjectGetsADistinctTemporaryID() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()
