@@ -3,7 +3,7 @@ import Testing
 @testable import PersistenceKit
 
 /// At full durability the store keeps zero-filled space after its data so that saves
-/// overwrite allocated blocks (`FileStore.reservation`). The zeros must never be mistaken
+/// overwrite allocated blocks (`FileStore.reservation(forDataSize:)`). The zeros must never be mistaken
 /// for data or damage: a clean close drops them, recovery after a crash cuts them, and an
 /// unfinished record written into them is cut too — unless an intact record follows it.
 @Suite struct ReservationTests {
@@ -28,11 +28,13 @@ import Testing
         try Self.saveBooks(container, ["a"])
         let store = try #require(FSSupport.fileStores(container).first)
         let dataSize = store.fileSize
-        #expect(try Self.diskSize(folder.storeURL) == dataSize + FileStore.reservation)
+        let reserved = FileStore.reservation(forDataSize: dataSize)
+        #expect(reserved == 4096, "a small store reserves the minimum")
+        #expect(try Self.diskSize(folder.storeURL) == dataSize + reserved)
         // The next small save goes into the reservation: the file does not grow.
         try Self.saveBooks(container, ["b"])
         #expect(store.fileSize > dataSize)
-        #expect(try Self.diskSize(folder.storeURL) == dataSize + FileStore.reservation)
+        #expect(try Self.diskSize(folder.storeURL) == dataSize + reserved)
         let bytes = try FSSupport.bytes(folder.storeURL)
         #expect(bytes[store.fileSize...].allSatisfy { $0 == 0 })
 
@@ -45,6 +47,13 @@ import Testing
         let reopened = try FSSupport.container(at: folder.storeURL)
         #expect(try FSSupport.books(reopened).map(\.title).sorted() == ["a", "b"])
         try FSSupport.close(reopened)
+    }
+
+    @Test func theReservationIsAnEighthOfTheDataWithinBounds() {
+        #expect(FileStore.reservation(forDataSize: 0) == 4 << 10)
+        #expect(FileStore.reservation(forDataSize: 100 << 10) == 16 << 10)
+        #expect(FileStore.reservation(forDataSize: 1 << 20) == 128 << 10)
+        #expect(FileStore.reservation(forDataSize: 100 << 20) == 256 << 10)
     }
 
     @Test func normalDurabilityReservesNothing() throws {
@@ -67,7 +76,7 @@ import Testing
         let crashed = try FSSupport.bytes(folder.storeURL)  // copied while open: what a crash leaves
         let dataSize = try #require(FSSupport.fileStores(container).first).fileSize
         try FSSupport.close(container)
-        #expect(crashed.count == reservedFrom + FileStore.reservation)
+        #expect(crashed.count == reservedFrom + FileStore.reservation(forDataSize: reservedFrom))
         #expect(crashed[dataSize...].allSatisfy { $0 == 0 })
 
         try FSSupport.write(crashed, to: folder.storeURL)

@@ -147,7 +147,9 @@ extension FileStore {
         }
     }
 
-    /// Zero bytes written ahead of the data at full durability (256 KiB).
+    /// Zero bytes written ahead of the data at full durability: an eighth of the data in
+    /// whole 4 KiB pages, at least 4 KiB and at most 256 KiB (so the file stays within 1.25x
+    /// its data once the data is past 32 KiB, and compaction's 2x bound holds).
     ///
     /// A save that appends to the file changes its size, and syncing a size change commits
     /// file-system metadata too; a save that overwrites blocks the file already has does not.
@@ -156,7 +158,9 @@ extension FileStore {
     /// gets the same effect by reusing its log from the start after each checkpoint. Opening
     /// after a crash cuts the zeros (they are where a record would start); closing drops
     /// them before the close record is synced.
-    public static let reservation = 256 << 10
+    public static func reservation(forDataSize size: Int) -> Int {
+        min(256 << 10, max(4 << 10, (size / 8 + 4095) & ~4095))
+    }
 
     /// Writes a record at the end of the data (and syncs it under full durability). On
     /// failure, cuts the file back so the failed bytes cannot be mistaken for a record.
@@ -191,16 +195,17 @@ extension FileStore {
         }
     }
 
-    /// Writes ``reservation`` zero bytes at `end`. Best effort: if the write fails (a full
-    /// disk), the save goes on without a reservation and the next write first cuts whatever
-    /// part of it reached the file.
+    /// Writes ``reservation(forDataSize:)`` zero bytes at `end`. Best effort: if the write
+    /// fails (a full disk), the save goes on without a reservation and the next write first
+    /// cuts whatever part of it reached the file.
     private func reserveSpace(after end: Int, in file: any StoreFile, _ s: inout State) {
-        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.reservation, alignment: 16)
+        let size = Self.reservation(forDataSize: end)
+        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
         defer { zeros.deallocate() }
         zeros.initializeMemory(as: UInt8.self, repeating: 0)
         do {
             try file.write(contentsOf: UnsafeRawBufferPointer(zeros), at: end)
-            s.reserved = Self.reservation
+            s.reserved = size
         } catch {
             s.reserved = 0
             s.dirtyTail = true

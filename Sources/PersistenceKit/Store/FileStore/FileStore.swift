@@ -131,7 +131,7 @@ public final class FileStore: PersistentStore {
         var dirtyTail = false
         /// Zero bytes the file holds past the image's end, written ahead so that saves at
         /// full durability overwrite allocated blocks instead of growing the file (see
-        /// `FileStore.reservation`). Always 0 at `normal` durability.
+        /// `FileStore.reservation(forDataSize:)`). Always 0 at `normal` durability.
         var reserved = 0
         var closed = false
         /// Number of compactions run (for tests and diagnostics).
@@ -204,7 +204,7 @@ public final class FileStore: PersistentStore {
     var isMaterialized: Bool { state.withLock { $0.unapplied.isEmpty } }
 
     /// The size of the store's data in bytes: the file's size once closed. While the store is
-    /// open at full durability the file may also hold up to ``reservation`` zero bytes after
+    /// open at full durability the file may also hold up to ``reservation(forDataSize:)`` zero bytes after
     /// the data, space written ahead for the next saves.
     public var fileSize: Int { state.withLock { $0.image.count } }
 
