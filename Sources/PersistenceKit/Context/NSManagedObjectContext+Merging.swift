@@ -82,7 +82,7 @@ extension NSManagedObjectContext {
             // arrive out of order: never move an object back to an older version.
             if let current = o.snapshot, current.version >= row.version { continue }
             if o.flags.contains(.fault) {
-                o.snapshot = row
+                o.holdRow(row)
             } else {
                 rebase(o, onto: row)
             }

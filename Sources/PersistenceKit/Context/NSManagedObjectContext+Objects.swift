@@ -74,12 +74,12 @@ extension NSManagedObjectContext {
                 "the object does not exist in the store (it was deleted or never saved).")
         }
         if let o = registeredByID[objectID] {
-            o.snapshot = row
+            o.holdRow(row)  // a fault: registered objects that are not were returned above
             o.fireFault()
             return o
         }
         let o = fault(for: objectID)
-        o.snapshot = row
+        o.holdRow(row)
         o.fireFault()
         return o
     }
@@ -185,7 +185,9 @@ extension NSManagedObjectContext {
     @inline(__always)
     private func makeFault(_ entity: NSEntityDescription) -> NSManagedObject {
         let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-        o.slots = []
+        o.storedSlots = []
+        o.storedValues = []
+        o.valueStorage = .slots
         o.flags = [.fault]
         o.managedObjectContext = self
         return o
@@ -197,11 +199,11 @@ extension NSManagedObjectContext {
     func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
         let key = ObjectKey(row: row.id, storeNumber: storeNumber(for: storeIdentifier))
         if let o = registeredByID[key, entity] {
-            if o.flags.contains(.fault) { o.snapshot = row }
+            if o.flags.contains(.fault) { o.holdRow(row) }
             return o
         }
         let o = fault(for: key, entity: entity)
-        o.snapshot = row
+        o.holdRow(row)
         return o
     }
 

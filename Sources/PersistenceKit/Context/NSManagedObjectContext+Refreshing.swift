@@ -32,7 +32,7 @@ extension NSManagedObjectContext {
         updatedSet.remove(object)
         unprocessed.updated.remove(object)
         object.flags.subtract([.updated, .changeRecorded])
-        if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.snapshot = nil }
+        if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.dropRow() }
     }
 
     /// Refreshes every registered object with `mergeChanges: true`: unchanged objects become
