@@ -9,9 +9,9 @@ final class LTNode: NSManagedObject {
 }
 
 @Suite struct ContextLifetimeTests {
-    static func container() throws -> NSPersistentContainer {
+    static func container(_ classes: [NSManagedObject.Type] = [LTNode.self]) throws -> NSPersistentContainer {
         let container = NSPersistentContainer(
-            name: "lifetime", managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [LTNode.self]))
+            name: "lifetime", managedObjectModel: try NSManagedObjectModel(managedObjectClasses: classes))
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
         let box = ErrorBox()
         container.loadPersistentStores { _, error in box.set(error) }
@@ -73,12 +73,7 @@ final class LTHookNode: NSManagedObject {
     /// Deleted objects used to leave the registry before `didSave()`; a hook reading the
     /// context then tripped the registry check (and the reference outlived the registration).
     @Test func aDeletedObjectStillHasItsContextInDidSaveAndLosesItAfter() throws {
-        let container = NSPersistentContainer(
-            name: "hooks", managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [LTHookNode.self]))
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let box = ErrorBox()
-        container.loadPersistentStores { _, error in box.set(error) }
-        if let e = box.get() { throw e }
+        let container = try ContextLifetimeTests.container([LTHookNode.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let node = LTHookNode(context: context)
