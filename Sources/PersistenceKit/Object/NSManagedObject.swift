@@ -73,7 +73,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     @inline(never)
     private final func makeTemporaryKey() -> ObjectKey {
-        let k = ObjectKey(temporaryFor: entity)
+        let k = ObjectKey.nextTemporary()
         storedKey = k
         return k
     }

@@ -33,10 +33,6 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         self.hashCode = objectKey.hashCode(for: entity)
     }
 
-    convenience init(temporaryFor entity: NSEntityDescription) {
-        self.init(entity: entity, objectKey: ObjectKey(temporaryFor: entity))
-    }
-
     convenience init(entity: NSEntityDescription, row: StoreRowID, store: String) {
         self.init(entity: entity, objectKey: ObjectKey(row: row, store: store))
     }

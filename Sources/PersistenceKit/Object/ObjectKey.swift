@@ -20,18 +20,20 @@ struct ObjectKey: Equatable, Sendable {
     private static let temporaryCounter = Atomic<Int64>(1)
 
     /// A new temporary key, unique in the process.
-    init(temporaryFor entity: NSEntityDescription) {
-        number = Self.temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
-        entityIndex = 0
-        store = 0
+    static func nextTemporary() -> ObjectKey {
+        ObjectKey(number: temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue, entityIndex: 0, store: 0)
+    }
+
+    private init(number: Int64, entityIndex: Int32, store: UInt32) {
+        self.number = number
+        self.entityIndex = entityIndex
+        self.store = store
     }
 
     /// The key of row `row` of the store numbered `storeNumber`.
     init(row: StoreRowID, storeNumber: UInt32) {
         precondition(storeNumber != 0, "PersistenceKit internal error: store numbers start at 1")
-        number = row.primaryKey
-        entityIndex = row.entity
-        store = storeNumber
+        self.init(number: row.primaryKey, entityIndex: row.entity, store: storeNumber)
     }
 
     /// The key of row `row` of the store with identifier `store`.
