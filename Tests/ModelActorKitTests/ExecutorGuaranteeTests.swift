@@ -216,30 +216,21 @@ actor ProbeActor: NSModelActor {
     }
 }
 
-/// A model actor that records the thread each of its calls ran on.
-actor RelayActor: NSModelActor {
-    nonisolated let modelContainer: NSPersistentContainer
-    nonisolated let modelExecutor: NSModelObjectContextExecutor
-    let probe: OverlapProbe
-
-    init(container: NSPersistentContainer, context: NSManagedObjectContext, probe: OverlapProbe) {
-        modelContainer = container
-        modelExecutor = NSModelObjectContextExecutor(context: context)
-        self.probe = probe
-    }
-
+/// Hand-off helpers: calls that record the thread they ran on, and a synchronous wait on
+/// work started on another actor.
+extension ProbeActor {
     func signal(_ semaphore: DispatchSemaphore) { semaphore.signal() }
 
     /// Starts work on `other` with `Task.immediate` (which runs here until it suspends, then
     /// enqueues itself on `other` with no task current) and waits for it synchronously.
-    func startImmediatelyThenWait(for other: RelayActor) -> Bool {
+    func startImmediatelyThenWait(for other: ProbeActor) -> Bool {
         let done = DispatchSemaphore(value: 0)
         Task.immediate { await other.signal(done) }
         return done.wait(timeout: .now() + 20) == .success
     }
 
     /// Calls `other` and back `remaining` times; returns the thread of every call, in order.
-    func relay(_ other: RelayActor, remaining: Int) async -> [UInt] {
+    func relay(_ other: ProbeActor, remaining: Int) async -> [UInt] {
         probe.enter(remaining)
         _ = modelContext.hasChanges  // traps off the context's queue
         probe.leave()
@@ -254,8 +245,8 @@ actor RelayActor: NSModelActor {
     /// caller's job, as the runtime does between plain actors (no Dispatch round trip).
     @Test func hopBetweenIdleModelActorsStaysOnOneThread() async throws {
         let container = try ActorFixtures.container()
-        let a = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
-        let b = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let a = ProbeActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let b = ProbeActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
         let threads = await a.relay(b, remaining: 20)  // 21 calls, under the 64-drain bound
         #expect(threads.count == 21)
         #expect(Set(threads).count == 1)
@@ -267,8 +258,8 @@ actor RelayActor: NSModelActor {
         let container = try ActorFixtures.container()
         let contexts = [container.newBackgroundContext(), container.newBackgroundContext()]
         let probes = [OverlapProbe(), OverlapProbe()]
-        let a = RelayActor(container: container, context: contexts[0], probe: probes[0])
-        let b = RelayActor(container: container, context: contexts[1], probe: probes[1])
+        let a = ProbeActor(container: container, context: contexts[0], probe: probes[0])
+        let b = ProbeActor(container: container, context: contexts[1], probe: probes[1])
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
                 group.addTask { for _ in 0..<20 { _ = await a.relay(b, remaining: 50) } }
@@ -304,8 +295,8 @@ actor RelayActor: NSModelActor {
     /// the starting job keeps running; the hand-off once took that for the job's end.
     @Test(.timeLimit(.minutes(1))) func jobThatWaitsForWorkItStartedDoesNotDeadlock() async throws {
         let container = try ActorFixtures.container()
-        let a = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
-        let b = RelayActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let a = ProbeActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        let b = ProbeActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
         #expect(await a.startImmediatelyThenWait(for: b))
     }
 

@@ -32,14 +32,14 @@ struct ObjectRegistry {
     /// The bucket holding the object with `key` of `entity`, or the empty bucket where it
     /// would go.
     @inline(__always)
-    private func find(_ key: ObjectKey, _ entity: NSEntityDescription) -> (index: Int, found: Bool) {
+    private func find(_ key: ObjectKey, _ entity: NSEntityDescription) -> (index: Int, found: Bool, hash: Int) {
         let hash = key.hashCode(for: entity)
         var i = hash & mask
         while let o = buckets[i].object {
-            if buckets[i].hash == hash, o.entity === entity, o.hasObjectKey(key) { return (i, true) }
+            if buckets[i].hash == hash, o.entity === entity, o.hasObjectKey(key) { return (i, true, hash) }
             i = (i + 1) & mask
         }
-        return (i, false)
+        return (i, false, hash)
     }
 
     /// The object registered under `id`.
@@ -49,7 +49,7 @@ struct ObjectRegistry {
 
     /// The object registered with `key` of `entity`.
     subscript(key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject? {
-        let (i, found) = find(key, entity)
+        let (i, found, _) = find(key, entity)
         return found ? buckets[i].object : nil
     }
 
@@ -64,10 +64,9 @@ struct ObjectRegistry {
     /// `NSManagedObject.storedContext`).
     @discardableResult
     mutating func insert(_ object: NSManagedObject) -> NSManagedObject? {
-        let key = object.objectKey
-        let (i, found) = find(key, object.entity)
+        let (i, found, hash) = find(object.objectKey, object.entity)
         let replaced = found ? buckets[i].object : nil
-        buckets[i] = Bucket(hash: key.hashCode(for: object.entity), object: object)
+        buckets[i] = Bucket(hash: hash, object: object)
         if !found {
             count += 1
             if count * 2 > buckets.count { grow() }
@@ -86,7 +85,7 @@ struct ObjectRegistry {
     }
 
     private mutating func remove(_ key: ObjectKey, _ entity: NSEntityDescription) {
-        var (hole, found) = find(key, entity)
+        var (hole, found, _) = find(key, entity)
         guard found else { return }
         // Held until the table is consistent again: releasing the last reference runs the
         // object's deinit, which must not find the table half-shifted.
