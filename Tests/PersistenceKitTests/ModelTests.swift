@@ -207,6 +207,20 @@ final class MTDerived: MTBase {
         #expect(try Fixtures.model().versionHash == Self.handBuiltBookshelf().versionHash)
     }
 
+    @Test func sealingKeepsTheVersionHash() throws {
+        // A sealed model answers from the hash computed when it was sealed: it must be the
+        // hash of the same canonical form an unsealed equal model computes on demand.
+        let sealed = try Fixtures.model()
+        let unsealed = Self.handBuiltBookshelf()
+        _ = NSPersistentStoreCoordinator(managedObjectModel: sealed)
+        #expect(sealed.isSealed && !unsealed.isSealed)
+        #expect(sealed.versionHash == unsealed.versionHash)
+        let hex = sealed.versionHashString
+        #expect(hex == unsealed.versionHashString)
+        #expect(hex.count == 32 && hex.allSatisfy { "0123456789abcdef".contains($0) })
+        #expect(hex == sealed.versionHash.map { String(format: "%02x", $0) }.joined())
+    }
+
     @Test func twoClassModelsAreEqual() throws {
         let a = try Fixtures.model()
         let b = try NSManagedObjectModel(managedObjectClasses: [Cover.self, Author.self, Book.self, Shelf.self])

@@ -170,6 +170,7 @@ extension FileStore {
     /// the record. A failure to write the reservation only drops it.
     private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
+        s.endsCleanly = false
         do {
             if s.dirtyTail {
                 try file.truncate(to: offset)

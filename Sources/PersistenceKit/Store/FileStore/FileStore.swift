@@ -119,9 +119,16 @@ public final class FileStore: PersistentStore {
         var sequence: UInt64 = 0
         /// The file's format version (from its header): records appended use its checksum.
         var formatVersion = FileStoreFormat.version
-        /// Payloads of records that opening verified but did not apply yet, in file order.
+        /// Payloads of records that opening found but did not apply yet, in file order.
         /// Applied (and emptied) by `materialize(_:)` before anything reads or writes rows.
         var unapplied: [Range<Int>] = []
+        /// Whether the checksums of the records in `unapplied` are still to be checked (a
+        /// strict open defers them to `materialize(_:)`; see `verify`).
+        var unverified = false
+        /// Whether the file ends with a close record and nothing was written since it was
+        /// opened: closing then writes nothing (opening and closing a store without saving
+        /// leaves the file as it was, and a damaged file is not appended to).
+        var endsCleanly = false
         /// Live rows per entity, from the clean-close record that ends the file; valid while
         /// `unapplied` is not empty (nothing has changed since the store opened).
         var closeCounts: [Int32: Int]?
@@ -235,6 +242,10 @@ public final class FileStore: PersistentStore {
                 s.lockFile = nil
             }
             guard let file = s.file else { return }
+            if s.endsCleanly && !s.dirtyTail && s.reserved == 0 {
+                cleanlyClosed = true
+                return
+            }
             // The close record carries the live row counts (format 2), so that the next open
             // can answer an unfiltered count before it builds any row table.
             let counts = s.unapplied.isEmpty ? s.tables.mapValues { $0.rows.count } : s.closeCounts

@@ -141,17 +141,9 @@ final class PosixFile: StoreFile {
     func map(capacity: Int) throws -> StoreFileMapping? {
         let pageSize = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
         let length = max(pageSize, (capacity + pageSize - 1) / pageSize * pageSize)
-        let size = try size()
         guard let base = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), base != MAP_FAILED else {
             throw StoreIOError(path: path, operation: "mmap", code: errno)
         }
-        // Fault the file's pages in with one call instead of one fault per page as the store
-        // reads them (measured: page faults were a third of opening a 7.6 MB store). Only
-        // the pages the file has: the rest of the reservation is not backed yet. Advice that
-        // the kernel does not know (before Linux 5.14) changes nothing.
-        #if os(Linux)
-        if size > 0 { _ = madvise(base, min(size, length), 22 /* MADV_POPULATE_READ */) }
-        #endif
         return StoreFileMapping(base: UnsafeRawPointer(base), capacity: length) { base, length in
             _ = munmap(UnsafeMutableRawPointer(mutating: base), length)
         }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The store file's bytes, as the store reads them: rows are decoded straight from here.
 ///
 /// When the file layer can map files (``PosixFileSystem`` can), the image is the file
@@ -50,6 +56,19 @@ struct StoreImage: Sendable {
             return try body(UnsafeRawBufferPointer(start: mapping.base, count: count))
         }
         return try heap.withBytes(body)
+    }
+
+    /// Asks the kernel to map in every page of a mapped image at once, before a pass that
+    /// reads them all (checking every checksum, building the row tables): one call instead
+    /// of a page fault per few pages (measured: page faults were a third of opening a
+    /// 7.6 MB store that way). Only the file's own pages: the rest of the mapping is not
+    /// backed. No effect on an in-memory image, or where the kernel lacks the advice
+    /// (before Linux 5.14).
+    func prefetch() {
+        #if os(Linux)
+        guard let mapping, count > 0 else { return }
+        _ = madvise(UnsafeMutableRawPointer(mutating: mapping.base), count, 22 /* MADV_POPULATE_READ */)
+        #endif
     }
 
     /// Takes in `record`, which was just written to `file` at offset ``count``.
