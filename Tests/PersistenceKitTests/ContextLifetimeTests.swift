@@ -72,6 +72,24 @@ final class LTHookNode: NSManagedObject {
 @Suite struct ContextLinkTests {
     /// Deleted objects used to leave the registry before `didSave()`; a hook reading the
     /// context then tripped the registry check (and the reference outlived the registration).
+    /// New objects are kept in the context's insertion list, not its ID registry, until they
+    /// have permanent IDs: freeing the context must still clear their link to it.
+    @Test func insertedObjectsLoseTheirContextWhenItIsFreed() throws {
+        let container = try ContextLifetimeTests.container()
+        var kept: [LTNode] = []
+        do {
+            let context = container.newBackgroundContext()
+            context.performAndWait {
+                kept.append(LTNode(context: context))  // its ID is never read
+                let read = LTNode(context: context)
+                _ = read.objectID
+                kept.append(read)
+            }
+            #expect(kept.allSatisfy { $0.managedObjectContext === context })
+        }
+        for o in kept { #expect(o.managedObjectContext == nil) }
+    }
+
     @Test func aDeletedObjectStillHasItsContextInDidSaveAndLosesItAfter() throws {
         let container = try ContextLifetimeTests.container([LTHookNode.self])
         let context = container.newBackgroundContext()

@@ -1,5 +1,6 @@
 import Foundation
 import PersistenceKit
+import TestSupport
 import Testing
 
 @Suite struct ObjectIDTests {
@@ -106,6 +107,74 @@ import Testing
             #expect(books[0].objectID === books[0].objectID)
             #expect(reader.object(with: unread) === books[0])
             #expect(reader.registeredObject(for: readEarly) === books[1])
+        }
+    }
+
+    /// New objects stay out of the context's ID registry until they have permanent IDs
+    /// (`NSManagedObjectContext.temporaries`): a temporary ID must still find its object
+    /// however and whenever it was made, and stop finding it once the object leaves.
+    @Test func temporaryIDsFindInsertedObjectsWheneverTheIDWasMade() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let quiet = Book(context: context)  // its ID is never read before the save
+            let read = Book(context: context)
+            let id = read.objectID  // made after the insert
+            let detached = Book(entity: read.entity, insertInto: nil)
+            let earlyID = detached.objectID  // made before the insert
+            context.insert(detached)
+            for (object, objectID) in [(read, id), (detached, earlyID)] {
+                #expect(objectID.isTemporaryID)
+                #expect(context.registeredObject(for: objectID) === object)
+                #expect(context.object(with: objectID) === object)
+                #expect(try context.existingObject(with: objectID) === object)
+            }
+            #expect(context.registeredObjects == [quiet, read, detached])
+
+            // Deleted before any save: the ID no longer finds it.
+            context.delete(detached)
+            context.processPendingChanges()
+            #expect(context.registeredObject(for: earlyID) == nil)
+            #expect(throws: CoreDataError.self) { try context.existingObject(with: earlyID) }
+            #expect(context.registeredObjects == [quiet, read])
+
+            // Another context's temporary IDs name nothing here.
+            let other = container.newBackgroundContext()
+            other.performAndWait { #expect(other.registeredObject(for: id) == nil) }
+
+            try context.save()
+            #expect(context.registeredObject(for: id) == nil)
+            #expect(context.registeredObject(for: read.objectID) === read)
+            #expect(context.registeredObject(for: quiet.objectID) === quiet)
+            #expect(context.registeredObjects == [quiet, read])
+        }
+    }
+
+    @Test func resetAndRollbackForgetInsertedObjectsAndTheirTemporaryIDs() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for forget in ["reset", "rollback"] {
+                let quiet = Book(context: context)
+                let read = Book(context: context)
+                let id = read.objectID
+                let invalidatedAll = TestMutex<[NSManagedObjectID]?>(nil)
+                let token = NotificationCenter.default.addObserver(
+                    forName: NSManagedObjectContext.didChangeObjectsNotification, object: context, queue: nil
+                ) { note in
+                    let ids = note.userInfo?[NSInvalidatedAllObjectsKey] as? [NSManagedObjectID]
+                    invalidatedAll.withLock { $0 = ids }
+                }
+                if forget == "reset" { context.reset() } else { context.rollback() }
+                NotificationCenter.default.removeObserver(token)
+                #expect(context.registeredObject(for: id) == nil, "\(forget)")
+                #expect(context.registeredObjects.isEmpty, "\(forget)")
+                #expect(quiet.managedObjectContext == nil && read.managedObjectContext == nil, "\(forget)")
+                if forget == "reset" {
+                    let ids = try #require(invalidatedAll.withLock { $0 })
+                    #expect(ids.count == 2 && ids.contains(id), "reset names every object it invalidated")
+                }
+            }
         }
     }
 

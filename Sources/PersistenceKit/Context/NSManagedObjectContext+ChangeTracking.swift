@@ -28,7 +28,9 @@ extension NSManagedObjectContext {
     /// Every object the context holds, faults included.
     public var registeredObjects: Set<NSManagedObject> {
         assertOnQueue("registeredObjects")
-        return Set(registeredByID.values)
+        var objects = Set(registeredByID.values)
+        for o in insertions.objects { objects.insert(o) }
+        return objects
     }
 
     /// Registers a new object for insertion at the next save and calls its
@@ -76,7 +78,7 @@ extension NSManagedObjectContext {
         // this context (a dangling reference once the context is freed).
         // (Only a permanent key can be taken: temporary keys are unique in the process, and a
         // new object has no key yet.)
-        if object.rowID != nil, let other = registeredByID[object.objectKey, object.entity], other !== object {
+        if object.hasPermanentKey, let other = registeredByID[object.objectKey, object.entity], other !== object {
             preconditionFailure(
                 "PersistenceKit: insert(_:) — context '\(debugName)' already holds another object with ID \(object.objectID). "
                     + "Rule: an object ID names one object per context; insert a new object instead of re-inserting a "
@@ -84,7 +86,11 @@ extension NSManagedObjectContext {
         }
         object.managedObjectContext = self
         object.flags = [.inserted]
-        registeredByID.insert(object)
+        if object.hasPermanentKey {
+            registeredByID.insert(object)
+        } else if object.hasTemporaryKey {
+            temporaries.insert(object)
+        }
         insertions.append(object)
         unprocessed.inserted.append(object)
         object.awakeFromInsert()
@@ -180,7 +186,7 @@ extension NSManagedObjectContext {
                 insertions.remove(object)
                 deletedSet.remove(object)
                 unprocessed.deleted.remove(object)
-                registeredByID.remove(object)
+                unregister(object)
                 // Detached, not invalidated: as in Core Data it keeps its values and can still
                 // be read (observers of the change often do); it just has no context.
                 object.flags = []

@@ -32,7 +32,7 @@ extension NSManagedObjectContext {
     /// that is not registered here.
     public func object(with objectID: NSManagedObjectID) -> NSManagedObject {
         assertOnQueue("object(with:)")
-        if let o = registeredByID[objectID] { return o }
+        if let o = registeredObject(objectID) { return o }
         guard coordinator.owns(objectID) else {
             preconditionFailure(
                 "PersistenceKit: object(with: \(objectID)) — the ID belongs to another coordinator or store than "
@@ -54,7 +54,7 @@ extension NSManagedObjectContext {
     ///   belongs to another coordinator.
     public func existingObject(with objectID: NSManagedObjectID) throws -> NSManagedObject {
         assertOnQueue("existingObject(with:)")
-        if let o = registeredByID[objectID], !o.flags.contains(.fault) { return o }
+        if let o = registeredObject(objectID), !o.flags.contains(.fault) { return o }
         guard coordinator.owns(objectID) else {
             throw CoreDataError(
                 .managedObjectExternalRelationship, objectID: objectID,
@@ -87,7 +87,24 @@ extension NSManagedObjectContext {
     /// The object registered for `objectID` in this context, or `nil`. Never creates or loads.
     public func registeredObject(for objectID: NSManagedObjectID) -> NSManagedObject? {
         assertOnQueue("registeredObject(for:)")
-        return registeredByID[objectID]
+        return registeredObject(objectID)
+    }
+
+    /// The object with `objectID` in this context: registered, or inserted with that
+    /// temporary ID.
+    @inline(__always)
+    func registeredObject(_ objectID: NSManagedObjectID) -> NSManagedObject? {
+        objectID.objectKey.isTemporary ? temporaries[objectID] : registeredByID[objectID]
+    }
+
+    /// Removes `object` from the table that holds it by ID (the registry, or `temporaries`
+    /// for an inserted object whose temporary ID was made). Makes no key.
+    func unregister(_ object: NSManagedObject) {
+        if object.hasPermanentKey {
+            registeredByID.remove(object)
+        } else if object.hasTemporaryKey {
+            temporaries.remove(object)
+        }
     }
 
     /// Gives the objects that still have temporary IDs their permanent IDs now (saving does
@@ -96,7 +113,7 @@ extension NSManagedObjectContext {
     /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error.
     public func obtainPermanentIDs(for objects: [NSManagedObject]) throws {
         assertOnQueue("obtainPermanentIDs(for:)")
-        let temporary = objects.filter { $0.rowID == nil }
+        let temporary = objects.filter { !$0.hasPermanentKey }
         if temporary.isEmpty { return }
         for o in temporary where o.managedObjectContext !== self {
             preconditionFailure("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
@@ -143,7 +160,7 @@ extension NSManagedObjectContext {
     /// Re-registers an object under its new permanent ID.
     @inline(__always)
     func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
-        registeredByID.remove(object)
+        unregister(object)
         object.setObjectKey(ObjectKey(row: row, storeNumber: storeNumber(for: store.identifier)))
         // A fault registered for this row (from an ID of a row that was never saved) names
         // nothing that exists: the new object takes the row, and the fault is invalidated

@@ -56,7 +56,7 @@ extension NSManagedObjectContext {
         let inserted = Set(insertions.objects)
         var restored = Set<NSManagedObject>()
         for o in inserted {
-            registeredByID.remove(o)
+            unregister(o)
             o.invalidate()
         }
         for o in updatedSet.union(deletedSet) {
@@ -80,9 +80,12 @@ extension NSManagedObjectContext {
     /// ``NSInvalidatedAllObjectsKey``.
     public func reset() {
         assertOnQueue("reset()")
-        let ids = registeredByID.values.map(\.objectID)
+        let inserted = insertions.objects.filter { !$0.hasPermanentKey }
+        let ids = registeredByID.values.map(\.objectID) + inserted.map(\.objectID)
         for o in registeredByID.values { o.invalidate() }
+        for o in inserted { o.invalidate() }
         registeredByID = ObjectRegistry()
+        temporaries = ObjectRegistry()
         insertions.removeAll()
         updatedSet = []
         deletedSet = []

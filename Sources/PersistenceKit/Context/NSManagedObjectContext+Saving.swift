@@ -54,7 +54,7 @@ extension NSManagedObjectContext {
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
 
-        let needingRows = inserted.filter { $0.rowID == nil }
+        let needingRows = inserted.filter { !$0.hasPermanentKey }
         try allocateRows(for: needingRows, in: store, ordered: true)
         // Success or failure, the rows handed out are this attempt's only.
         defer { for o in needingRows { o.pendingRow = nil } }

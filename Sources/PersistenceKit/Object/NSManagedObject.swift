@@ -75,8 +75,20 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     private final func makeTemporaryKey() -> ObjectKey {
         let k = ObjectKey.nextTemporary()
         storedKey = k
+        // Inserted objects are found by temporary ID through the context's `temporaries`,
+        // which holds exactly those whose key exists: one made now joins it.
+        if flags.contains(.inserted), let context = storedContext { context.temporaries.insert(self) }
         return k
     }
+
+    /// Whether the object has a permanent key (a store row). Never makes a key.
+    final var hasPermanentKey: Bool {
+        if let k = storedKey { return !k.isTemporary }
+        return false
+    }
+
+    /// Whether the object's temporary key (and so its temporary ID) was made. Never makes one.
+    final var hasTemporaryKey: Bool { storedKey?.isTemporary == true }
 
     /// Whether the object's key is `key`. Compares in place: the registry asks this for
     /// every probe that meets an equal hash.
@@ -85,9 +97,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         storedKey == key
     }
 
-    /// The object's store row; `nil` while its key is temporary. (Reads the key, not
-    /// `objectID`, so no ID object is made.)
-    final var rowID: StoreRowID? { objectKey.rowID }
+    /// The object's store row; `nil` while it has no permanent key. Makes neither an ID
+    /// object nor a temporary key (a save asks this of every inserted object).
+    final var rowID: StoreRowID? { storedKey?.rowID }
 
     /// Gives the object a new key (and drops the ID made from the old one).
     final func setObjectKey(_ key: ObjectKey) {
@@ -105,8 +117,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         get {
             // Checked only on the context's queue, where reading its registry is allowed.
             assert(
-                !(contextQueue?.isCurrent ?? false) || storedContext.map { $0.registeredByID.contains(self) } ?? true,
-                "PersistenceKit invariant: an object with a context is registered in it")
+                !(contextQueue?.isCurrent ?? false)
+                    || storedContext.map { $0.insertions.contains(self) || $0.registeredByID.contains(self) } ?? true,
+                "PersistenceKit invariant: an object with a context is registered or inserted in it")
             return storedContext
         }
         // Takes the queue from the new value, not by reading the context reference back
@@ -123,10 +136,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // of inserting 100,000 objects, from three weak loads per object). `unowned(unsafe)` is
     // safe because of this invariant, kept by every place that touches the registry:
     //   an object's `storedContext` is non-nil only while the object is in that context's
-    //   `registeredByID`.
-    // The registry holds its objects strongly, and the context's deinit invalidates every
-    // registered object (which sets this to nil) before the context's memory goes away, so
-    // the reference never outlives its target. Removing an object from a registry must go
+    //   `registeredByID` or `insertions` (inserted objects without a permanent ID are kept
+    //   out of the registry: see `NSManagedObjectContext.temporaries`).
+    // Both hold their objects strongly, and the context's deinit invalidates every object in
+    // them (which sets this to nil) before the context's memory goes away, so the reference
+    // never outlives its target. Removing an object from a registry must go
     // with `invalidate()` or `managedObjectContext = nil` (assignPermanentID re-registers
     // at once), and an object that `ObjectRegistry.insert` displaces must be invalidated or
     // refused. Debug builds check the invariant on each read (ContextLinkTests).
