@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -45,6 +46,61 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
         let (books, shelfBooks) = try await storeState(container, shelf: ids.shelf)
         #expect(books == ["A:150", "C:300"])
         #expect(shelfBooks == ["A", "C"])
+    }
+
+    /// did-save reuses the inserted set objects-did-change announced when the insertions are
+    /// still those (`announcedInsertions`); any change to them in between needs a new set.
+    @Test func didSaveListsExactlyTheSavedInsertsWhateverWasAnnouncedBefore() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let saved = TestMutex<[Set<String>]>([])
+        let token = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil
+        ) { note in
+            let objects = note.userInfo?[NSInsertedObjectsKey] as? Set<NSManagedObject> ?? []
+            let titles = Set(objects.compactMap { ($0 as? Book)?.title })
+            saved.withLock { $0.append(titles) }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try context.performAndWait {
+            func book(_ title: String) -> Book {
+                let b = Book(context: context)
+                b.title = title
+                return b
+            }
+            // Announced, then saved unchanged.
+            _ = book("a")
+            _ = book("b")
+            context.processPendingChanges()
+            try context.save()
+            // Announced, then one more inserted.
+            _ = book("c")
+            context.processPendingChanges()
+            _ = book("d")
+            try context.save()
+            // Announced, then one deleted: the save announces nothing new, and must not
+            // reuse the stale set.
+            let e = book("e")
+            _ = book("f")
+            context.processPendingChanges()
+            context.delete(e)
+            try context.save()
+            // The same with another inserted after the deletion was processed.
+            let g = book("g")
+            _ = book("h")
+            context.processPendingChanges()
+            context.delete(g)
+            context.processPendingChanges()
+            _ = book("j")
+            try context.save()
+            // Announced, then rolled back; the next save has only its own inserts.
+            _ = book("k")
+            context.processPendingChanges()
+            context.rollback()
+            _ = book("i")
+            try context.save()
+        }
+        #expect(saved.withLock { $0 } == [["a", "b"], ["c", "d"], ["f"], ["h", "j"], ["i"]])
     }
 
     @Test func saveWithoutChangesIsANoOp() async throws {

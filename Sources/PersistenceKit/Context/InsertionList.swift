@@ -8,6 +8,9 @@ struct InsertionList {
     private var slots: [NSManagedObject?] = []
     /// The number of objects in the list.
     private(set) var count = 0
+    /// Changes with every append and removal, so that a value computed from the list can
+    /// tell whether the list is still the same.
+    private(set) var version = 0
 
     var isEmpty: Bool { count == 0 }
 
@@ -15,6 +18,7 @@ struct InsertionList {
         object.insertionIndex = slots.count
         slots.append(object)
         count += 1
+        version &+= 1
     }
 
     func contains(_ object: NSManagedObject) -> Bool {
@@ -27,6 +31,7 @@ struct InsertionList {
         slots[object.insertionIndex] = nil
         object.insertionIndex = -1
         count -= 1
+        version &+= 1
     }
 
     /// Whether any object in the list satisfies `predicate` (no array is built).
@@ -47,5 +52,6 @@ struct InsertionList {
         for case let o? in slots { o.insertionIndex = -1 }
         slots = []
         count = 0
+        version &+= 1
     }
 }

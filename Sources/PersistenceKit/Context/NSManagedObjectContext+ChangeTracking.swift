@@ -134,6 +134,7 @@ extension NSManagedObjectContext {
     func clearUnprocessed() {
         for o in unprocessed.updated { o.flags.remove(.changeRecorded) }
         unprocessed = PendingChanges()
+        announcedInsertions = nil  // set again by processPendingChanges, after this
     }
 
     /// Applies delete rules to pending deletions and posts
@@ -149,6 +150,8 @@ extension NSManagedObjectContext {
         // tenth of saving 100,000 inserts).
         var inserted = Set<NSManagedObject>(minimumCapacity: changes.inserted.count)
         for o in changes.inserted where o.flags.contains(.inserted) && o.managedObjectContext === self { inserted.insert(o) }
+        // Every member is a pending insertion, so equal counts mean equal sets.
+        announcedInsertions = inserted.count == insertions.count ? (insertions.version, inserted) : nil
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }

@@ -230,6 +230,10 @@ extension NSManagedObjectContext {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
         let deleted = allDeleted.filter { deletedSet.contains($0) }
+        // `inserted` is the list as it is now: a set announced for this very list is its set.
+        let insertedSet =
+            announcedInsertions.flatMap { $0.version == insertions.version ? $0.objects : nil } ?? Set(inserted)
+        announcedInsertions = nil
         insertions.removeAll()
         updatedSet = []
         deletedSet = []
@@ -256,7 +260,9 @@ extension NSManagedObjectContext {
             changes.updated.append(o.objectID)
         }
         for o in deleted { changes.deleted.append(o.objectID) }
-        for o in inserted + updated + deleted { o.didSave() }
+        for o in inserted { o.didSave() }
+        for o in updated { o.didSave() }
+        for o in deleted { o.didSave() }
         // Deleted objects stay registered through `didSave()` (it may read their context),
         // then leave the registry and their context together.
         for o in deleted {
@@ -266,7 +272,7 @@ extension NSManagedObjectContext {
         clearUnprocessed()
 
         var info: [AnyHashable: Any] = [:]
-        if !inserted.isEmpty { info[NSInsertedObjectsKey] = Set(inserted) }
+        if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }
         if !updated.isEmpty { info[NSUpdatedObjectsKey] = Set(updated) }
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(deleted) }
         post(.NSManagedObjectContextDidSave, userInfo: info)

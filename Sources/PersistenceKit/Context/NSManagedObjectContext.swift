@@ -66,6 +66,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
     /// Changes not yet announced by an objects-did-change notification.
     @exclusivity(unchecked) var unprocessed = PendingChanges()
+    /// The inserted-objects set the last objects-did-change announced, when it held every
+    /// pending insertion, with the `insertions.version` it was made at. A save that inserts
+    /// exactly those objects posts the same set in did-save instead of building it again
+    /// (measured: each 100,000-object set was a twentieth of such a save).
+    @exclusivity(unchecked) var announcedInsertions: (version: Int, objects: Set<NSManagedObject>)?
     /// The queue's copy of the coordinator, valid while `coordinatorGeneration` still has
     /// this generation; plus the entity last looked up by class (for `init(context:)`).
     @exclusivity(unchecked) private var coordinatorCache: (generation: Int, coordinator: NSPersistentStoreCoordinator?) = (-1, nil)
