@@ -212,8 +212,8 @@ if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "open" {
     let count = try store.countRows(entity: 0, filter: nil)
     print(String(format: "opened %d objects (%.0f MB file) in %.0f ms; resident memory %.0f MiB after open (%.0f MiB before)",
         count, Double(store.fileSize) / 1e6, opened * 1000, residentMiB(), before))
-    // Opening verifies every checksum but defers the row tables to the first query that
-    // needs rows; measure that too, so the deferred work is on the record.
+    // Opening checks the record chain but defers the checksums and the row tables to the
+    // first query that needs rows; measure that too, so the deferred work is on the record.
     guard let item = model.entitiesByName["Item"], let flagColumn = item.properties.firstIndex(where: { $0.name == "flag" }) else {
         fatalError("the benchmark model has Item.flag")
     }

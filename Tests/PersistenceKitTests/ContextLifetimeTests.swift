@@ -66,6 +66,17 @@ final class LTHookNode: NSManagedObject {
     }
 }
 
+/// Inserts another object while its own insert is validated (as an audit entry might).
+final class LTSpawner: NSManagedObject {
+    @Attribute var name: String = ""
+    override func validateForInsert() throws {
+        try super.validateForInsert()
+        if name == "parent", let context = managedObjectContext {
+            LTSpawner(context: context).name = "child"
+        }
+    }
+}
+
 /// An object refers to its context without retaining it (`NSManagedObject.storedContext`,
 /// `unowned(unsafe)`): only objects in the context's registry may hold the reference, so that
 /// the context's deinit can clear it. These paths once broke that rule.
@@ -88,6 +99,40 @@ final class LTHookNode: NSManagedObject {
             #expect(kept.allSatisfy { $0.managedObjectContext === context })
         }
         for o in kept { #expect(o.managedObjectContext == nil) }
+    }
+
+    /// Found in review: a save emptied the insertion list wholesale, dropping objects
+    /// inserted while it validated; they were neither saved nor tracked and kept a link to
+    /// the context that dangled once it was freed. They now stay inserted for the next save.
+    @Test func objectsInsertedWhileASaveValidatesStayInsertedForTheNextSave() throws {
+        let container = try ContextLifetimeTests.container([LTSpawner.self])
+        var child: LTSpawner?
+        do {
+            let context = container.newBackgroundContext()
+            try context.performAndWait {
+                LTSpawner(context: context).name = "parent"
+                try context.save()
+                let pending = context.insertedObjects.compactMap { $0 as? LTSpawner }
+                #expect(pending.map(\.name) == ["child"])
+                child = pending.first
+                #expect(child.map { context.registeredObjects.contains($0) } == true)
+                #expect(child?.isInserted == true && context.hasChanges)
+                #expect(try context.count(for: LTSpawner.fetchRequest()) == 2, "the pending insert counts in fetches")
+            }
+            #expect(child?.managedObjectContext === context)
+        }
+        #expect(child?.managedObjectContext == nil, "freeing the context cleared the link")
+
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            LTSpawner(context: context).name = "parent"
+            try context.save()
+            try context.save()  // saves the child inserted during the first save
+            #expect(context.insertedObjects.isEmpty)
+            let names = try context.fetch(LTSpawner.fetchRequest()).map(\.name).sorted()
+            // The first context's parent, and this context's parent and child.
+            #expect(names == ["child", "parent", "parent"])
+        }
     }
 
     @Test func aDeletedObjectStillHasItsContextInDidSaveAndLosesItAfter() throws {

@@ -50,6 +50,7 @@ extension NSManagedObjectContext {
         // Ordered once per save: hooks, validation, key allocation and the transaction all
         // use these (sorting 100k inserts five times was a measurable share of a save).
         let inserted = insertions.objects
+        let insertedVersion = insertions.version
         let updated = objectsInSaveOrder(updatedSet)
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
@@ -76,8 +77,8 @@ extension NSManagedObjectContext {
             switch result {
             case let .committed(rows):
                 finishSave(
-                    inserted: inserted, updated: updated, deleted: deleted, written: written, committed: rows,
-                    store: store)
+                    inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
+                    written: written, committed: rows, store: store)
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -224,17 +225,24 @@ extension NSManagedObjectContext {
     /// Updates object state after the store committed, then announces the save.
     /// `committed[i]` is the row the store wrote for `written[i]`.
     private func finishSave(
-        inserted: [NSManagedObject], updated allUpdated: [NSManagedObject], deleted allDeleted: [NSManagedObject],
+        inserted: [NSManagedObject], insertedVersion: Int, updated allUpdated: [NSManagedObject],
+        deleted allDeleted: [NSManagedObject],
         written: [NSManagedObject], committed: [StoreRow], store: any PersistentStore
     ) {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
         let deleted = allDeleted.filter { deletedSet.contains($0) }
-        // `inserted` is the list as it is now: a set announced for this very list is its set.
+        // A set announced while the list was the one `inserted` was taken from is its set.
         let insertedSet =
-            announcedInsertions.flatMap { $0.version == insertions.version ? $0.objects : nil } ?? Set(inserted)
+            announcedInsertions.flatMap { $0.version == insertedVersion ? $0.objects : nil } ?? Set(inserted)
         announcedInsertions = nil
+        // Objects inserted after `inserted` was taken (by a validation hook, or while
+        // resolving conflicts) are not in this save: they stay inserted, for the next one.
+        // (Regression: emptying the list dropped them, leaving objects neither saved nor
+        // tracked that still pointed at this context — dangling once it was freed.)
+        let leftovers = insertions.version == insertedVersion ? [] : insertions.objects.filter { !insertedSet.contains($0) }
         insertions.removeAll()
+        for o in leftovers { insertions.append(o) }
         updatedSet = []
         deletedSet = []
 
@@ -270,6 +278,7 @@ extension NSManagedObjectContext {
             o.invalidate()
         }
         clearUnprocessed()
+        unprocessed.inserted = leftovers  // still to be announced by objects-did-change
 
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }

@@ -1,7 +1,8 @@
 import Foundation
 
-// Opening a store: take the process lock, create the file if needed, read it whole, check
-// the header and every record's checksum, and rebuild the row tables.
+// Opening a store: take the process lock, create the file if needed, map or read it, check
+// the header and the chain of records (every checksum after a crash), and note the
+// payloads; the first use that needs rows checks the rest and builds the row tables.
 //
 // A session that crashed leaves its `-lock` sidecar behind; then the last record may be
 // unfinished, and it is cut off (it was never acknowledged: saves return only after their
@@ -70,6 +71,10 @@ extension FileStore {
             let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
             var state = State(file: file, lockFile: lockFile, image: image)
             let (storeID, cut) = try verify(&state, path: path, model: model, tolerant: crashed || created)
+            // After a crash the close record the file ends with may not be synced: closing
+            // must write and sync one before it removes -lock, so only a strict open may
+            // skip that. (Found in review: a recovered store closed without a sync.)
+            if crashed || created { state.endsCleanly = false }
             if let cut {
                 try io(path, "cutting off an unfinished record") {
                     try file.truncate(to: cut)
@@ -304,7 +309,8 @@ extension FileStore {
         return false
     }
 
-    /// Applies the payloads opening verified (if not done yet): builds the row tables. On a
+    /// Applies the payloads opening noted (if not done yet), checking the checksum of each
+    /// record a strict open left unchecked before using it: builds the row tables. On a
     /// failure the tables are left empty and the payloads kept, so every later use reports
     /// the same damage.
     func materialize(_ s: inout State) throws(FileStoreError) {

@@ -25,10 +25,12 @@ public let NSFileStoreType = "PersistenceKitFile"
 ///   store compacts it into a fresh file (written beside it, then renamed over it).
 ///
 /// Opening maps the file into memory (or reads it, on file layers that cannot map) and
-/// verifies every record's checksum; the row tables are built on the first use that needs
-/// rows, and an unfiltered count right after a clean reopen comes from the counts the clean
-/// close wrote. Rows are decoded when fetched. Damage that checksums cannot catch (a
-/// checksum-valid record with impossible contents) is reported by that first use.
+/// checks the header and the chain of records — every record's checksum too after a crash.
+/// The row tables are built on the first use that needs rows, which first checks the
+/// checksum of each record it applies; an unfiltered count right after a clean reopen comes
+/// from the counts the clean close wrote. Rows are decoded when fetched. Damage found by
+/// that first use (a checksum mismatch, or a checksum-valid record with impossible
+/// contents) is reported by it, as a typed error.
 public final class FileStore: PersistentStore {
     /// How hard a save works to reach the disk.
     public enum Durability: String, Sendable {
