@@ -40,6 +40,13 @@ struct InsertionList {
         return false
     }
 
+    /// Calls `body` with each object, in insertion order: the objects in the list when the
+    /// call began (objects `body` inserts are not visited). Builds no array of them.
+    func forEach(_ body: (NSManagedObject) -> Void) {
+        let current = slots  // shares the storage; an insert by `body` copies the list's own
+        for case let o? in current { body(o) }
+    }
+
     /// The objects, in insertion order.
     var objects: [NSManagedObject] {
         var result: [NSManagedObject] = []

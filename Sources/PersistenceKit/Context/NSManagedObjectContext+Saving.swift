@@ -42,7 +42,7 @@ extension NSManagedObjectContext {
 
         post(.NSManagedObjectContextWillSave, userInfo: nil)
         // Core Data promises no order for willSave(); iterating the sets saves three sorts.
-        for o in insertions.objects { o.willSave() }
+        insertions.forEach { $0.willSave() }
         for set in [updatedSet, deletedSet] {
             for o in set { o.willSave() }
         }
@@ -55,7 +55,8 @@ extension NSManagedObjectContext {
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
 
-        let needingRows = inserted.filter { !$0.hasPermanentKey }
+        // Usually none has a permanent ID yet: then no second array of every object.
+        let needingRows = inserted.contains(where: \.hasPermanentKey) ? inserted.filter { !$0.hasPermanentKey } : inserted
         try allocateRows(for: needingRows, in: store, ordered: true)
         // Success or failure, the rows handed out are this attempt's only.
         defer { for o in needingRows { o.pendingRow = nil } }
@@ -126,19 +127,21 @@ extension NSManagedObjectContext {
             return kinds.indices.map { i in kinds[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor) }
         }
         var t = StoreTransaction()
-        var written: [NSManagedObject] = []
+        // Every inserted object is written, so the list of written objects starts with
+        // `inserted` itself (a copy of it was a pass over every object, retaining each).
+        var writtenUpdates: [NSManagedObject] = []
         t.inserts.reserveCapacity(inserted.count)
-        written.reserveCapacity(inserted.count + updated.count)
         for o in inserted {
-            guard let id = rowFor(o) else { continue }
+            guard let id = rowFor(o) else {
+                preconditionFailure("PersistenceKit internal error: inserted object \(o.objectID) has no row to save to")
+            }
             t.inserts.append(StoreRow(id: id, version: 0, values: encode(o)))
-            written.append(o)
         }
         for o in updated {
             guard let id = o.rowID, let snapshot = o.snapshot else { continue }
             guard o.entity.properties.indices.contains(where: { o.persistentValueDiffers(at: $0) }) else { continue }
             t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
-            written.append(o)
+            writtenUpdates.append(o)
         }
         for o in deleted {
             guard let id = o.rowID else { continue }  // never saved: nothing to delete
@@ -146,7 +149,7 @@ extension NSManagedObjectContext {
             guard let version = o.snapshot?.version ?? rowForFault(o)?.version else { continue }
             t.deletes.append((id: id, expectedVersion: version))
         }
-        return (t, written)
+        return (t, writtenUpdates.isEmpty ? inserted : inserted + writtenUpdates)
     }
 
     /// Applies the merge policy to conflicting objects, or throws the conflicts.
