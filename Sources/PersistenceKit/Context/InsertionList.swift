@@ -55,8 +55,13 @@ struct InsertionList {
         return result
     }
 
-    mutating func removeAll() {
-        for case let o? in slots { o.insertionIndex = -1 }
+    /// Empties the list. With `resettingObjects: false` the objects keep their
+    /// `insertionIndex`, and the caller must set it to -1 on each itself (a save does, in its
+    /// one pass over the objects it saved).
+    mutating func removeAll(resettingObjects: Bool = true) {
+        if resettingObjects {
+            for case let o? in slots { o.insertionIndex = -1 }
+        }
         slots = []
         count = 0
         version &+= 1

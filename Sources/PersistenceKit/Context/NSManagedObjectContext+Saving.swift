@@ -58,8 +58,10 @@ extension NSManagedObjectContext {
         // Usually none has a permanent ID yet: then no second array of every object.
         let needingRows = inserted.contains(where: \.hasPermanentKey) ? inserted.filter { !$0.hasPermanentKey } : inserted
         try allocateRows(for: needingRows, in: store, ordered: true)
-        // Success or failure, the rows handed out are this attempt's only.
-        defer { for o in needingRows { o.pendingRow = nil } }
+        // Success or failure, the rows handed out are this attempt's only (after a commit,
+        // finishSave clears them in its pass over the objects).
+        var finished = false
+        defer { if !finished { for o in needingRows { o.pendingRow = nil } } }
         for attempt in 1...16 {
             let (transaction, written) = makeTransaction(
                 inserted: inserted, updated: updated.filter { updatedSet.contains($0) },
@@ -77,6 +79,7 @@ extension NSManagedObjectContext {
             }
             switch result {
             case let .committed(rows):
+                finished = true
                 finishSave(
                     inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
                     written: written, committed: rows, store: store)
@@ -244,7 +247,7 @@ extension NSManagedObjectContext {
         // (Regression: emptying the list dropped them, leaving objects neither saved nor
         // tracked that still pointed at this context — dangling once it was freed.)
         let leftovers = insertions.version == insertedVersion ? [] : insertions.objects.filter { !insertedSet.contains($0) }
-        insertions.removeAll()
+        insertions.removeAll(resettingObjects: false)  // the pass below resets the saved ones
         for o in leftovers { insertions.append(o) }
         updatedSet = []
         deletedSet = []
@@ -267,6 +270,8 @@ extension NSManagedObjectContext {
         assert(written.count >= inserted.count && zip(written, inserted).allSatisfy { $0 === $1 })
         for (i, o) in inserted.enumerated() {
             if let row = o.pendingRow { assignPermanentID(row, store: store, to: o) }
+            o.pendingRow = nil
+            o.insertionIndex = -1
             o.flags = []
             changes.inserted.append(o.objectID)
             keepCommitted(committed[i], in: o)
