@@ -26,6 +26,19 @@ private let standardBooks: [(String, Int64)] = [
 ]
 
 @Suite struct FetchTests {
+    /// `entityName` of a request made from a class is the class's name, made on first read;
+    /// a name set by hand (nil included) is kept.
+    @Test func entityNameOfAClassRequest() {
+        #expect(Book.fetchRequest().entityName == "Book")
+        let request = Book.fetchRequest()
+        request.entityName = nil
+        #expect(request.entityName == nil)
+        request.entityName = "Shelf"
+        #expect(request.entityName == "Shelf")
+        #expect(NSFetchRequest<NSManagedObject>().entityName == nil)
+        #expect(NSFetchRequest<NSManagedObject>(entityName: "Author").entityName == "Author")
+    }
+
     @Test func predicateFiltersObjects() async throws {
         let container = try Fixtures.container()
         try await seedBooks(container, standardBooks)

@@ -28,8 +28,20 @@ public enum NSFetchRequestResultType: UInt, Sendable {
 ///
 /// Not `Sendable`: build and use a request on one thread.
 public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStringConvertible {
-    /// The name of the entity to fetch (or `nil` when ``entity`` or the class decides).
-    public var entityName: String?
+    /// The name of the entity to fetch (or `nil` when ``entity`` or the class decides). For a
+    /// request made by `Entity.fetchRequest()`, the class's name.
+    public var entityName: String? {
+        get {
+            // Made on first read: `String(describing:)` of a class demangles its name, about
+            // 6,000 instructions — a fiftieth of a small indexed fetch, for a name that
+            // resolving the entity by class does not need.
+            if case .none = storedEntityName { storedEntityName = .some(entityClass.map { String(describing: $0) }) }
+            return storedEntityName ?? nil
+        }
+        set { storedEntityName = .some(newValue) }
+    }
+    /// The entity name as set, or as made from ``entityClass``; `.none` until either happens.
+    private var storedEntityName: String??
     /// The entity to fetch; takes precedence over ``entityName``.
     public var entity: NSEntityDescription?
     /// The class whose entity to fetch, when created by `Entity.fetchRequest()`.
@@ -57,7 +69,7 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
 
     /// Creates a request for the entity named `entityName`.
     public init(entityName: String) {
-        self.entityName = entityName
+        self.storedEntityName = .some(entityName)
     }
 
     /// Creates a request with no entity; set ``entity`` or ``entityName`` before use.
@@ -65,7 +77,6 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
 
     init(entityClass: NSManagedObject.Type) {
         self.entityClass = entityClass
-        self.entityName = String(describing: entityClass)
     }
 
     /// Sort descriptors made with `NSSortDescriptor(keyPath:ascending:)`. The key path's
