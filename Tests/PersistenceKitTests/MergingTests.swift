@@ -562,3 +562,128 @@ private func read(_ id: NSManagedObjectID, in context: NSManagedObjectContext) t
         #expect(try read(id, in: view).title == "New")
     }
 }
+
+/// Merges into a context whose own unsaved changes involve the merged objects. (Found in
+/// review: the merge kept this context's relationship values whole, so links to deleted
+/// objects dangled and the saver's changes to a shared set were lost.)
+@Suite struct MergeIntoChangedObjectsTests {
+    /// Runs `body` and saves on `context`; returns the did-save object-ID notification's
+    /// userInfo, for `mergeChanges(fromRemoteContextSave:into:)`.
+    private static func save(
+        _ context: NSManagedObjectContext, _ body: () throws -> Void
+    ) throws -> [AnyHashable: Any] {
+        try context.performAndWait {
+            try body()
+            let info = TestMutex<[AnyHashable: Any]>([:])
+            let token = NotificationCenter.default.addObserver(
+                forName: NSManagedObjectContext.didSaveObjectIDsNotification, object: context, queue: nil
+            ) { note in info.withLock { $0 = note.userInfo ?? [:] } }
+            defer { NotificationCenter.default.removeObserver(token) }
+            try context.save()
+            return info.withLock { $0 }
+        }
+    }
+
+    /// A saved shelf S holding books a and b, and a book c on no shelf.
+    private static func seed(_ container: NSPersistentContainer) throws
+        -> (s: NSManagedObjectID, a: NSManagedObjectID, b: NSManagedObjectID, c: NSManagedObjectID)
+    {
+        let context = container.newBackgroundContext()
+        return try context.performAndWait {
+            let s = Shelf(context: context)
+            s.name = "S"
+            var books: [Book] = []
+            for title in ["a", "b", "c"] {
+                let book = Book(context: context)
+                book.title = title
+                book.shelf = title == "c" ? nil : s
+                books.append(book)
+            }
+            try context.save()
+            return (s.objectID, books[0].objectID, books[1].objectID, books[2].objectID)
+        }
+    }
+
+    /// The shelf's titles and which books point back at it, read in a fresh context.
+    private static func stored(_ container: NSPersistentContainer, shelf: NSManagedObjectID) throws -> (Set<String>, Set<String>) {
+        let context = container.newBackgroundContext()
+        return try context.performAndWait {
+            let s = try #require(try context.existingObject(with: shelf) as? Shelf)
+            let pointing = try context.fetch(Book.fetchRequest()).filter { $0.shelf === s }
+            return (Set(s.books.map(\.title)), Set(pointing.map(\.title)))
+        }
+    }
+
+    @Test func aMergedDeletionUnlinksTheReceiversUnsavedToOne() throws {
+        let container = try Fixtures.container()
+        let saver = container.newBackgroundContext()
+        let (bookID, coverID) = try saver.performAndWait {
+            let book = Book(context: saver)
+            let cover = Cover(context: saver)
+            try saver.save()
+            return (book.objectID, cover.objectID)
+        }
+        let receiver = container.newBackgroundContext()
+        try receiver.performAndWait {
+            let book = try #require(try receiver.existingObject(with: bookID) as? Book)
+            book.cover = try receiver.existingObject(with: coverID) as? Cover  // unsaved
+        }
+        let info = try Self.save(saver) { saver.delete(saver.object(with: coverID)) }
+        NSManagedObjectContext.mergeChanges(fromRemoteContextSave: info, into: [receiver])
+        try receiver.performAndWait {
+            let book = try #require(receiver.registeredObject(for: bookID) as? Book)
+            #expect(book.cover == nil)
+            try receiver.save()
+        }
+        let fresh = container.newBackgroundContext()
+        try fresh.performAndWait {
+            let book = try #require(try fresh.existingObject(with: bookID) as? Book)
+            #expect(book.cover == nil, "the store must not point at the deleted cover")
+        }
+    }
+
+    @Test func aMergedDeletionLeavesTheReceiversChangedSet() throws {
+        let container = try Fixtures.container()
+        let ids = try Self.seed(container)
+        let receiver = container.newBackgroundContext()
+        try receiver.performAndWait {
+            let s = try #require(try receiver.existingObject(with: ids.s) as? Shelf)
+            s.$books.insert(try #require(try receiver.existingObject(with: ids.c) as? Book))  // unsaved
+        }
+        // The saver deletes c, which is on no shelf in the store: no update of S arrives,
+        // only the deletion.
+        let saver = container.newBackgroundContext()
+        let info = try Self.save(saver) { saver.delete(saver.object(with: ids.c)) }
+        NSManagedObjectContext.mergeChanges(fromRemoteContextSave: info, into: [receiver])
+        try receiver.performAndWait {
+            let s = try #require(receiver.registeredObject(for: ids.s) as? Shelf)
+            #expect(Set(s.books.map(\.title)) == ["a", "b"])
+            try receiver.save()
+        }
+        let (titles, pointing) = try Self.stored(container, shelf: ids.s)
+        #expect(titles == ["a", "b"] && pointing == ["a", "b"])
+    }
+
+    @Test func aMergeKeepsBothSidesChangesToASet() throws {
+        let container = try Fixtures.container()
+        let ids = try Self.seed(container)
+        let receiver = container.newBackgroundContext()
+        try receiver.performAndWait {
+            let s = try #require(try receiver.existingObject(with: ids.s) as? Shelf)
+            _ = try receiver.existingObject(with: ids.a)
+            s.$books.insert(try #require(try receiver.existingObject(with: ids.c) as? Book))  // adds c
+        }
+        let saver = container.newBackgroundContext()
+        let info = try Self.save(saver) { (saver.object(with: ids.a) as? Book)?.shelf = nil }  // removes a
+        NSManagedObjectContext.mergeChanges(fromRemoteContextSave: info, into: [receiver])
+        try receiver.performAndWait {
+            let s = try #require(receiver.registeredObject(for: ids.s) as? Shelf)
+            let a = try #require(receiver.registeredObject(for: ids.a) as? Book)
+            #expect(Set(s.books.map(\.title)) == ["b", "c"])
+            #expect(a.shelf == nil)
+            try receiver.save()
+        }
+        let (titles, pointing) = try Self.stored(container, shelf: ids.s)
+        #expect(titles == ["b", "c"] && pointing == ["b", "c"])
+    }
+}

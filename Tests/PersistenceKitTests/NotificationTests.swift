@@ -489,3 +489,28 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         #expect(notes.allSatisfy { $0.onQueue })
     }
 }
+
+/// Found in review: deleting an insert that objects-did-change had already announced posted
+/// nothing, so observers were never told the object went away.
+@Test func deletingAnAnnouncedInsertIsAnnouncedAsADeletion() throws {
+    let context = try Fixtures.container().newBackgroundContext()
+    let deleted = TestMutex<[Int]>([])
+    let token = NotificationCenter.default.addObserver(
+        forName: NSManagedObjectContext.didChangeObjectsNotification, object: context, queue: nil
+    ) { note in
+        let objects = note.userInfo?[NSDeletedObjectsKey] as? Set<NSManagedObject> ?? []
+        deleted.withLock { $0.append(objects.count) }
+    }
+    defer { NotificationCenter.default.removeObserver(token) }
+    context.performAndWait {
+        let announced = Book(context: context)
+        context.processPendingChanges()  // announces the insert
+        context.delete(announced)
+        let unannounced = Book(context: context)
+        context.delete(unannounced)
+        context.processPendingChanges()
+    }
+    // The first notification announced the insert; the second, only the announced deletion.
+    #expect(deleted.withLock { $0 } == [0, 1])
+    #expect(context.performAndWait { context.deletedObjects.isEmpty && context.insertedObjects.isEmpty })
+}

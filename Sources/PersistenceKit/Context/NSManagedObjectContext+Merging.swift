@@ -100,8 +100,12 @@ extension NSManagedObjectContext {
             unprocessed.deleted.remove(o)
             deleted.insert(o)
         }
-        // Objects that pointed at deleted ones let go of them (the saver's changes to those
-        // objects arrive as updates; this covers registered objects with stale values).
+        // Objects that pointed at deleted ones let go of them. The saver's changes to those
+        // objects arrive as updates, but an object changed here keeps its own relationship
+        // values: unlink the deleted objects from those, as Core Data's merge deletes them
+        // here. (Found in review: a changed to-one kept the invalidated object, and saving
+        // wrote a reference to the deleted row.)
+        if !deleted.isEmpty { unlinkFromChangedObjects(deleted) }
         for o in deleted { o.invalidate() }
         if inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty { return }
         var info: [AnyHashable: Any] = [:]
@@ -114,8 +118,36 @@ extension NSManagedObjectContext {
         postObjectIDs(NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: merged.updated)
     }
 
+    /// Removes every reference to `gone` from the relationships of this context's changed
+    /// objects (inserted, updated or deleted here), whose values a merge does not replace.
+    private func unlinkFromChangedObjects(_ gone: Set<NSManagedObject>) {
+        let goneRows = Set(gone.compactMap(\.rowID))
+        var changed = insertions.objects
+        changed.append(contentsOf: updatedSet)
+        changed.append(contentsOf: deletedSet)
+        for o in changed where !gone.contains(o) && !o.entity.hasOnlyPersistentAttributes {
+            o.loadSlots()
+            for (i, kind) in o.entity.slotKinds.enumerated() {
+                switch (kind, o.storedSlots[i]) {
+                case let (.toOne, .toOne(target?)) where gone.contains(target):
+                    o.storedSlots[i] = .toOne(nil)
+                case let (.toOne, .unresolvedToOne(row?)) where goneRows.contains(row):
+                    o.storedSlots[i] = .unresolvedToOne(nil)
+                case var (.toMany, .toMany(targets)) where !targets.isDisjoint(with: gone):
+                    targets.subtract(gone)
+                    o.storedSlots[i] = .toMany(targets)
+                case let (.toMany, .unresolvedToMany(rows)) where rows.contains(where: goneRows.contains):
+                    o.storedSlots[i] = .unresolvedToMany(rows.filter { !goneRows.contains($0) })
+                default:
+                    break
+                }
+            }
+        }
+    }
+
     /// Moves a loaded object onto a newer store row, keeping the properties it changed
-    /// since its old snapshot.
+    /// since its old snapshot. A to-many relationship changed on both sides keeps both
+    /// sides' additions and removals, as a conflict merge does (`mergedToMany`).
     func rebase(_ o: NSManagedObject, onto row: StoreRow) {
         if o.valueStorage == .snapshot && !o.flags.contains(.updated) {
             o.install(row)  // nothing changed since the old snapshot: the new one is the values
@@ -124,7 +156,19 @@ extension NSManagedObjectContext {
         let changed = o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) }
         let transient = o.entity.properties.indices.filter { o.entity.properties[$0].isTransient }
         var slots = o.decode(row)
+        let ancestor = o.snapshot
         for i in changed + transient { slots[i] = o.slots[i] }
+        // A set is links, not one value: the saver's changes to it count too. (Found in
+        // review: copying this context's whole set back dropped the saver's removals, and
+        // the store then held a link one side no longer had.)
+        for i in changed {
+            guard let r = o.entity.properties[i] as? NSRelationshipDescription, r.isToMany, let ancestor else { continue }
+            let before = i < ancestor.values.count ? ancestor.values[i] : .null
+            let after = i < row.values.count ? row.values[i] : .null
+            if before != after {
+                slots[i] = .toMany(mergedToMany(o, at: i, ancestor: before, theirs: after, destination: r.destinationEntity))
+            }
+        }
         o.slots = slots
         o.snapshot = row
         if changed.isEmpty && o.flags.contains(.updated) {

@@ -213,7 +213,7 @@ extension NSManagedObjectContext {
 
     /// Three-way merge of a to-many relationship: this context's set, plus what the store
     /// added since `ancestor`, minus what the store removed.
-    private func mergedToMany(
+    func mergedToMany(
         _ o: NSManagedObject, at i: Int, ancestor: StoreValue, theirs: StoreValue, destination: NSEntityDescription?
     ) -> Set<NSManagedObject> {
         func rows(_ v: StoreValue) -> Set<StoreRowID> {

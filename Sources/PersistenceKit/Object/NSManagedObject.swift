@@ -39,6 +39,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         /// Updated, and already listed in the context's unprocessed changes: further changes
         /// before the next `processPendingChanges()` need not tell the context again.
         static let changeRecorded = Flags(rawValue: 1 << 6)
+        /// Inserted, and objects-did-change has announced the insert: deleting it before a
+        /// save must be announced too.
+        static let insertAnnounced = Flags(rawValue: 1 << 7)
     }
 
     /// The object's entity.
