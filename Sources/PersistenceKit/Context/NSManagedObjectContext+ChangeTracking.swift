@@ -150,8 +150,8 @@ extension NSManagedObjectContext {
         // tenth of saving 100,000 inserts).
         var inserted = Set<NSManagedObject>(minimumCapacity: changes.inserted.count)
         for o in changes.inserted where o.flags.contains(.inserted) && o.managedObjectContext === self {
-            inserted.insert(o)
             o.flags.insert(.insertAnnounced)
+            inserted.insert(o)
         }
         // Every member is a pending insertion, so equal counts mean equal sets.
         announcedInsertions = inserted.count == insertions.count ? (insertions.version, inserted) : nil
