@@ -87,18 +87,48 @@ extension PredicateExpressions.Conjunction: StoreTranslatable {
 }
 
 extension NSEntityDescription {
-    /// The attribute index that a key path on this entity's class reads, found by reading
-    /// it once from a probe object (which records the slot it was asked for); cached.
-    /// `nil` for key paths that are not `@Attribute` properties.
+    /// The persistent attribute that a key path on this entity's class reads, found by
+    /// reading it from a probe object (which records the slot it was asked for); cached.
+    /// `nil` for key paths that are not a stored attribute's property: relationships,
+    /// transient attributes (the store holds no value for them), and computed properties.
     func attributeIndex(forKeyPath keyPath: AnyKeyPath) -> Int? {
         let key = StorageKeyPath(keyPath)
         if let known = wrappedKeyPathIndex.withLock({ $0[key] }) { return known >= 0 ? known : nil }
         let probe = managedObjectClass.init(entity: self, insertInto: nil)
         probe.flags.insert(.probe)
         _ = probe[keyPath: keyPath]
-        let found = probe.probedSlot.flatMap { properties[$0] is NSAttributeDescription ? $0 : nil }
+        var found: Int?
+        if let slot = probe.probedSlot, let attribute = properties[slot] as? NSAttributeDescription, !attribute.isTransient,
+            Self.readsExactly(slot, of: attribute, through: keyPath, on: probe)
+        {
+            found = slot
+        }
         wrappedKeyPathIndex.withLock { $0[key] = found ?? -1 }
         return found
+    }
+
+    /// Whether `keyPath` returns attribute `slot`'s value itself, not a value computed from
+    /// it (a computed property reads the attribute too, and the probe records that read).
+    /// Tried with two distinct values, each time with every other attribute set to the
+    /// other one, so that a property combining attributes (`a + b`, `max(a, b)`) shows.
+    /// (Found in review: `var doubled: Int64 { n * 2 }` was filtered as `n` by the store.)
+    private static func readsExactly(
+        _ slot: Int, of attribute: NSAttributeDescription, through keyPath: AnyKeyPath, on probe: NSManagedObject
+    ) -> Bool {
+        guard let (first, second) = attribute.attributeType.sampleValues else { return false }
+        for trial in 0..<2 {
+            let mine = trial == 0 ? first : second
+            for (i, p) in probe.entity.properties.enumerated() {
+                guard let other = p as? NSAttributeDescription else { continue }
+                if i == slot {
+                    probe.setAttribute(mine, at: i)
+                } else if let (a, b) = other.attributeType.sampleValues {
+                    probe.setAttribute(trial == 0 ? b : a, at: i)
+                }
+            }
+            guard let read = attribute.attributeType.storeValue(from: probe[keyPath: keyPath]), read == mine else { return false }
+        }
+        return true
     }
 }
 

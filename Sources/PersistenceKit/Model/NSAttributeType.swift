@@ -73,6 +73,26 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Two distinct values of this type, as stored; `nil` for unsupported types. Used to
+    /// check what a key path reads (`NSEntityDescription.attributeIndex(forKeyPath:)`).
+    var sampleValues: (StoreValue, StoreValue)? {
+        switch self {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: (.integer(3), .integer(5))
+        case .decimalAttributeType: (.decimal(3), .decimal(5))
+        case .doubleAttributeType: (.double(1.5), .double(2.5))
+        case .floatAttributeType: (.float(1.5), .float(2.5))
+        case .stringAttributeType: (.string("a"), .string("b"))
+        case .booleanAttributeType: (.bool(false), .bool(true))
+        case .dateAttributeType: (.date(Date(timeIntervalSinceReferenceDate: 3)), .date(Date(timeIntervalSinceReferenceDate: 5)))
+        case .binaryDataAttributeType: (.data(Data([3])), .data(Data([5])))
+        case .UUIDAttributeType:
+            (.uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3))),
+             .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5))))
+        case .URIAttributeType: (.uri(URL(string: "x-sample:a")!), .uri(URL(string: "x-sample:b")!))
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: nil
+        }
+    }
+
     /// Converts an untyped Swift value (as passed to `setValue(_:forKey:)`) into a stored
     /// value of this type. Returns `nil` when the value cannot represent this type exactly.
     func storeValue(from any: Any?) -> StoreValue? {

@@ -64,6 +64,17 @@ public enum StoreValue: Hashable, Sendable {
         if case .null = self { return true }
         return false
     }
+
+    /// Whether the value is a floating-point NaN. A NaN is unordered: a condition on it holds
+    /// only for "not equal", as Swift's comparisons do (``compare(_:_:)`` still places it,
+    /// for sorting).
+    var isNaN: Bool {
+        switch self {
+        case let .double(d): d.isNaN
+        case let .float(f): f.isNaN
+        default: false
+        }
+    }
 }
 
 extension StoreValue {

@@ -106,7 +106,10 @@ public struct StoreFilter: Sendable, Hashable {
 
         /// Whether a value of the condition's property satisfies it.
         public func matches(value v: StoreValue) -> Bool {
-            holds(StoreValue.compare(v, value))
+            // NaN is unordered: only "not equal" holds, as for Swift's own comparisons.
+            // (Found in review: NaN compared as equal to everything in store filters.)
+            if v.isNaN || value.isNaN { return op == .notEqual }
+            return holds(StoreValue.compare(v, value))
         }
 
         /// Whether the condition holds for a value that compares to the constant as `c`.

@@ -7,6 +7,9 @@ struct AttributeIndex {
     var sortedValues: [StoreValue]?
 
     mutating func add(_ value: StoreValue, _ pk: Int64) {
+        // NaN is not indexed: no "==" or range condition matches it, and as a key it is
+        // unequal even to itself (each add made a new entry, and sorting the values broke).
+        if value.isNaN { return }
         // One hash and lookup: the default's autoclosure runs only for a new value.
         var isNewValue = false
         keysByValue[value, default: { isNewValue = true; return [] }()].append(pk)
@@ -14,6 +17,7 @@ struct AttributeIndex {
     }
 
     mutating func remove(_ value: StoreValue, _ pk: Int64) {
+        if value.isNaN { return }  // never added
         guard var keys = keysByValue[value], let i = keys.firstIndex(of: pk) else { return }
         keys.swapAt(i, keys.count - 1)
         keys.removeLast()

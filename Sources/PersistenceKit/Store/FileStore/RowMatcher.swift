@@ -60,20 +60,20 @@ struct RowMatcher {
             }
             // Read in place, without moving `r`: a second test may be on the same property.
             let valueStart = r.position
-            let order: ComparisonResult
+            let holds: Bool
             switch (try r.u8(), test.constant) {
-            case let (FileStoreFormat.Tag.integer.rawValue, .integer(b)): order = Self.order(try r.i64(), b)
-            case let (FileStoreFormat.Tag.integer.rawValue, .double(b)): order = Self.order(Double(try r.i64()), b)
-            case let (FileStoreFormat.Tag.double.rawValue, .double(b)): order = Self.order(Double(bitPattern: try r.u64()), b)
+            case let (FileStoreFormat.Tag.integer.rawValue, .integer(b)): holds = test.op.holds(Self.order(try r.i64(), b))
+            case let (FileStoreFormat.Tag.integer.rawValue, .double(b)): holds = Self.holds(test.op, Double(try r.i64()), b)
+            case let (FileStoreFormat.Tag.double.rawValue, .double(b)): holds = Self.holds(test.op, Double(bitPattern: try r.u64()), b)
             case let (FileStoreFormat.Tag.double.rawValue, .integer(b)):
-                order = Self.order(Double(bitPattern: try r.u64()), Double(b))
-            case let (FileStoreFormat.Tag.date.rawValue, .date(b)): order = Self.order(Double(bitPattern: try r.u64()), b)
+                holds = Self.holds(test.op, Double(bitPattern: try r.u64()), Double(b))
+            case let (FileStoreFormat.Tag.date.rawValue, .date(b)): holds = Self.holds(test.op, Double(bitPattern: try r.u64()), b)
             default:
                 r.position = valueStart
-                order = StoreValue.compare(try FileStoreFormat.decodeValue(&r), conditions[test.condition].value)
+                holds = conditions[test.condition].matches(value: try FileStoreFormat.decodeValue(&r))
             }
             r.position = valueStart
-            if !test.op.holds(order) { return false }
+            if !holds { return false }
         }
         for i in general {
             r.position = start
@@ -81,6 +81,14 @@ struct RowMatcher {
             if !condition.matches(value: try FileStoreFormat.decodeValue(at: condition.property, &r)) { return false }
         }
         return true
+    }
+
+    /// Whether `op` holds between `a` and `b`; with a NaN only "not equal" does
+    /// (`StoreFilter.Condition.matches(value:)`).
+    @inline(__always)
+    private static func holds(_ op: StoreFilter.Condition.Operator, _ a: Double, _ b: Double) -> Bool {
+        if a.isNaN || b.isNaN { return op == .notEqual }
+        return op.holds(order(a, b))
     }
 
     @inline(__always)

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// An entity with the kinds of property a predicate can name but the store must not filter
+/// on as they look: a computed property, a transient attribute, and doubles that may be NaN.
+final class PEItem: NSManagedObject {
+    @Attribute(.indexed) var n: Int64 = 0
+    @Attribute var score: Double = 0
+    @Attribute(.indexed) var indexedScore: Double = 0
+    @Attribute(.transient) var scratch: Int64 = 7
+    @Attribute var other: Int64 = 0
+    var doubled: Int64 { n * 2 }
+    var sum: Int64 { n + other }
+    var larger: Int64 { max(n, other) }
+    var alias: Int64 { n }
+}
+
+/// Store-side filtering gives what evaluating the predicate in memory gives, for predicates
+/// the store used to get wrong (found in review). Every case is checked on the file store
+/// against the same predicate made untranslatable (`|| false`), which runs in memory.
+@Suite struct PredicateEdgeTests {
+    private static func context(_ folder: borrowing TemporaryFolder) throws -> (FileStore, NSManagedObjectContext) {
+        let model = try NSManagedObjectModel(managedObjectClasses: [PEItem.self])
+        let store = try FileStore.open(at: folder.storeURL, model: model)
+        return (store, try FSSupport.context(for: store, model: model))
+    }
+
+    /// The `n`s the predicate matches, through the store and in memory (`|| alwaysFalse`).
+    private static func both(
+        _ context: NSManagedObjectContext, _ predicate: Predicate<PEItem>, _ inMemory: Predicate<PEItem>
+    ) throws -> (store: [Int64], memory: [Int64], count: Int) {
+        let request = PEItem.fetchRequest()
+        request.sortDescriptors = [NSSortDescriptor(keyPath: \PEItem.n, ascending: true)]
+        request.predicate = predicate
+        let store = try context.fetch(request).map(\.n)
+        let count = try context.count(for: request)
+        request.predicate = inMemory
+        return (store, try context.fetch(request).map(\.n), count)
+    }
+
+    @Test func computedPropertiesAreNotFilteredAsTheAttributeTheyRead() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for (n, other) in [(1, 5), (2, 2), (4, 0), (5, 9)] as [(Int64, Int64)] {
+                let item = PEItem(context: context)
+                item.n = n
+                item.other = other
+            }
+            try context.save()
+            let no = false
+            var r = try Self.both(context, #Predicate { $0.doubled == 4 }, #Predicate { $0.doubled == 4 || no })
+            #expect(r.store == [2] && r.memory == [2] && r.count == 1)
+            r = try Self.both(context, #Predicate { $0.sum == 4 }, #Predicate { $0.sum == 4 || no })
+            #expect(r.store == [2, 4] && r.memory == [2, 4] && r.count == 2)
+            r = try Self.both(context, #Predicate { $0.larger == 5 }, #Predicate { $0.larger == 5 || no })
+            #expect(r.store == [1] && r.memory == [1])
+            r = try Self.both(context, #Predicate { $0.alias >= 4 }, #Predicate { $0.alias >= 4 || no })
+            #expect(r.store == [4, 5] && r.memory == [4, 5])
+        }
+        #expect(store.model.entitiesByName["PEItem"]?.attributeIndex(forKeyPath: \PEItem.alias) != nil, "an alias reads n itself")
+        #expect(store.model.entitiesByName["PEItem"]?.attributeIndex(forKeyPath: \PEItem.doubled) == nil)
+    }
+
+    @Test func transientAttributesAreNotFilteredByTheStore() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for n in 1...3 { PEItem(context: context).n = Int64(n) }
+            try context.save()
+            let no = false
+            let r = try Self.both(context, #Predicate { $0.scratch == 7 }, #Predicate { $0.scratch == 7 || no })
+            #expect(r.store == [1, 2, 3] && r.memory == [1, 2, 3] && r.count == 3)
+        }
+    }
+
+    @Test func nanMatchesOnlyNotEqual() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for (n, score) in [(1, Double.nan), (2, 5), (3, 7)] as [(Int64, Double)] {
+                let item = PEItem(context: context)
+                item.n = n
+                item.score = score
+                item.indexedScore = score
+            }
+            try context.save()
+            let no = false
+            func check(_ stored: Predicate<PEItem>, _ memory: Predicate<PEItem>, _ expected: [Int64]) throws {
+                let r = try Self.both(context, stored, memory)
+                #expect(r.store == expected && r.memory == expected && r.count == expected.count)
+            }
+            try check(#Predicate { $0.score == 5 }, #Predicate { $0.score == 5 || no }, [2])
+            try check(#Predicate { $0.score != 5 }, #Predicate { $0.score != 5 || no }, [1, 3])
+            try check(#Predicate { $0.score <= 7 }, #Predicate { $0.score <= 7 || no }, [2, 3])
+            try check(#Predicate { $0.score > 1 }, #Predicate { $0.score > 1 || no }, [2, 3])
+            try check(#Predicate { $0.indexedScore >= 5 }, #Predicate { $0.indexedScore >= 5 || no }, [2, 3])
+            try check(#Predicate { $0.indexedScore == 7 }, #Predicate { $0.indexedScore == 7 || no }, [3])
+        }
+    }
+
+    /// NaN values in an indexed attribute used to make the range index lose ordinary rows
+    /// (NaN as a key is unequal to itself, and sorted unordered among the values).
+    @Test func nanValuesDoNotHideRowsFromTheRangeIndex() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for i in 0..<40 {
+                let item = PEItem(context: context)
+                item.n = Int64(i)
+                item.indexedScore = i % 2 == 0 ? .nan : Double(i)
+            }
+            try context.save()
+            // Change some NaNs and some numbers, so the index also removes entries.
+            for item in try context.fetch(PEItem.fetchRequest()) where item.n % 4 == 0 || item.n % 5 == 0 {
+                item.indexedScore = item.indexedScore.isNaN ? Double(item.n) : .nan
+            }
+            try context.save()
+            let expected = try context.fetch(PEItem.fetchRequest())
+                .filter { !$0.indexedScore.isNaN && $0.indexedScore > 12.5 }.map(\.n).sorted()
+            let r = try Self.both(
+                context, #Predicate { $0.indexedScore > 12.5 }, #Predicate { $0.indexedScore > 12.5 || $0.n < 0 })
+            #expect(!expected.isEmpty)
+            #expect(r.store == expected && r.memory == expected && r.count == expected.count)
+        }
+    }
+}
