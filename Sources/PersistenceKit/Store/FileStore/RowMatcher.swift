@@ -87,8 +87,12 @@ struct RowMatcher {
     /// (`StoreFilter.Condition.matches(value:)`).
     @inline(__always)
     private static func holds(_ op: StoreFilter.Condition.Operator, _ a: Double, _ b: Double) -> Bool {
-        if a.isNaN || b.isNaN { return op == .notEqual }
-        return op.holds(order(a, b))
+        // NaN shows as "neither below, above, nor equal"; testing for it first cost 2% of a
+        // filtered scan.
+        if a < b { return op.holds(.orderedAscending) }
+        if b < a { return op.holds(.orderedDescending) }
+        if a == b { return op.holds(.orderedSame) }
+        return op == .notEqual
     }
 
     @inline(__always)
