@@ -126,7 +126,12 @@ extension NSEntityDescription {
                     probe.setAttribute(trial == 0 ? b : a, at: i)
                 }
             }
-            guard let read = attribute.attributeType.storeValue(from: probe[keyPath: keyPath]), read == mine else { return false }
+            let value = probe[keyPath: keyPath]
+            // An `AttributeValue` (any `@Attribute` type, the user's own included) says how it
+            // is stored; anything else converts as `setValue(_:forKey:)` would.
+            guard let read = (value as? any AttributeValue)?.storeValue ?? attribute.attributeType.storeValue(from: value),
+                read == mine
+            else { return false }
         }
         return true
     }
