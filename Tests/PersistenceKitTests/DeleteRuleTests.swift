@@ -305,3 +305,21 @@ private func seedLibrary(_ container: NSPersistentContainer) async throws -> Lib
         #expect(danglingID == parentID)
     }
 }
+
+/// Found in review: deleting an object that was never saved left it in the relationships of
+/// saved objects under the deny and no-action rules; the save dropped the link silently, and
+/// those objects showed unsaved changes forever.
+@Test func deletingANeverSavedObjectUnlinksItWhateverTheRule() throws {
+    let context = try Fixtures.container().newBackgroundContext()
+    try context.performAndWait {
+        let book = Book(context: context)
+        book.title = "N"
+        let author = Author(context: context)  // Author.books: deny
+        author.name = "x"
+        author.books = [book]
+        context.delete(author)
+        try context.save()
+        #expect(book.authors.isEmpty)
+        #expect(!book.hasPersistentChangedValues && !context.hasChanges)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import PersistenceKit
 
@@ -231,4 +232,26 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
             #expect(ctx.registeredObject(for: ids.b) === b)
         }
     }
+}
+
+/// Found in review: rolling back an insert whose deletion was still pending reported the
+/// object as refreshed and turned it into a fault after invalidating it.
+@Test func rollingBackAnInsertDeletedBeforeProcessingOnlyInvalidatesIt() throws {
+    let context = try Fixtures.container().newBackgroundContext()
+    let seen = TestMutex<(refreshed: Int, invalidated: Int)>((0, 0))
+    let token = NotificationCenter.default.addObserver(
+        forName: NSManagedObjectContext.didChangeObjectsNotification, object: context, queue: nil
+    ) { note in
+        let refreshed = (note.userInfo?[NSRefreshedObjectsKey] as? Set<NSManagedObject>)?.count ?? 0
+        let invalidated = (note.userInfo?[NSInvalidatedObjectsKey] as? Set<NSManagedObject>)?.count ?? 0
+        seen.withLock { $0 = (refreshed, invalidated) }
+    }
+    defer { NotificationCenter.default.removeObserver(token) }
+    context.performAndWait {
+        let book = Book(context: context)
+        context.delete(book)  // not processed yet
+        context.rollback()
+        #expect(book.managedObjectContext == nil)
+    }
+    #expect(seen.withLock { $0.refreshed == 0 && $0.invalidated == 1 })
 }

@@ -188,7 +188,16 @@ extension NSManagedObjectContext {
                 }
             }
             if object.flags.contains(.inserted) {
-                // Inserted then deleted before any save: the object simply goes away.
+                // Inserted then deleted before any save: the object simply goes away. It was
+                // never in the store, so whatever the rule nothing may keep pointing at it.
+                // (Found in review: under deny or no action the saved objects kept it, the
+                // save dropped the link silently, and they showed as changed forever.)
+                for case let r as NSRelationshipDescription in object.entity.properties
+                where r.deleteRule == .denyDeleteRule || r.deleteRule == .noActionDeleteRule {
+                    guard let inverse = r.inverseRelationship else { continue }
+                    let targets = r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
+                    for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
+                }
                 insertions.remove(object)
                 deletedSet.remove(object)
                 // Observers told of the insert hear of the deletion too; an insert not yet

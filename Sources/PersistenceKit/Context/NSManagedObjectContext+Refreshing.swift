@@ -59,7 +59,9 @@ extension NSManagedObjectContext {
             unregister(o)
             o.invalidate()
         }
-        for o in updatedSet.union(deletedSet) {
+        // Not the discarded inserts: a pending delete of one is in `deletedSet` too. (Found in
+        // review: it was reported refreshed and turned into a fault after being invalidated.)
+        for o in updatedSet.union(deletedSet).subtracting(inserted) {
             o.flags.subtract([.updated, .deleted, .changeRecorded])
             if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }
             restored.insert(o)

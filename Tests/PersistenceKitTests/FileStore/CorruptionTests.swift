@@ -187,6 +187,24 @@ import Glibc
         try Self.expectDamage(folder.storeURL, .corrupt, at: records[3])
     }
 
+    /// Found in review: a damaged length that ran past the end made recovery cut the file
+    /// there, dropping every save after it. Only a last record may be unfinished.
+    @Test func aDamagedLengthWithSavesAfterItIsReportedNotCut() throws {
+        let folder = try TemporaryFolder()
+        let bytes = try Self.makeCleanStore(folder.storeURL)
+        let records = FSSupport.recordOffsets(bytes)
+        var damaged = Array(bytes.prefix(records[3]))  // as a crash leaves it: no close record
+        FSSupport.putU32(0x7000_0000, into: &damaged, at: records[1] + 8)
+        for crashed in [true, false] {
+            try FSSupport.write(damaged, to: folder.storeURL)
+            if crashed { _ = FileManager.default.createFile(atPath: folder.storeURL.path + "-lock", contents: nil) }
+            let error = try #require(try Self.openError(folder.storeURL))
+            #expect(error.kind == .corrupt && error.offset == records[1], "\(error)")
+            #expect(try FSSupport.bytes(folder.storeURL) == damaged, "nothing was cut")
+            try? FileManager.default.removeItem(atPath: folder.storeURL.path + "-lock")
+        }
+    }
+
     /// After a crash (a `-lock` file beside the store) only an unfinished last record is
     /// forgiven; damage in the middle is still reported, never silently dropped.
     @Test func afterACrashOnlyTheUnfinishedLastRecordIsCutOff() throws {

@@ -12,7 +12,7 @@ import Glibc
 
 /// Which file operations fail, on which files, and how. Thread-safe.
 final class FaultPlan: Sendable {
-    enum Operation: Sendable { case write, sync, truncate, rename, syncDirectory }
+    enum Operation: Sendable { case open, write, sync, truncate, rename, syncDirectory }
     enum Effect: Sendable {
         /// Writes half of the bytes, then throws `StoreIOError(code: 0)`.
         case shortWrite
@@ -60,7 +60,8 @@ struct FaultyFileSystem: StoreFileSystem {
     let plan: FaultPlan
 
     func open(_ path: String, create: Bool) throws -> any StoreFile {
-        FaultyFile(base: try base.open(path, create: create), path: path, plan: plan)
+        if let effect = plan.take(.open, path) { throw FaultyFile.error(effect, path: path, operation: "open") }
+        return FaultyFile(base: try base.open(path, create: create), path: path, plan: plan)
     }
 
     func fileExists(_ path: String) -> Bool { base.fileExists(path) }
@@ -410,6 +411,27 @@ final class FaultyFile: StoreFile {
             case .renameFails: EXDEV
             }
         }
+    }
+
+    /// Found in review: when compaction failed after its rename (here: reopening the new
+    /// file), the store object stopped working but kept its lock, so the store could not be
+    /// opened again in this process ("locked by another process").
+    @Test func compactionFailingAfterTheRenameReleasesTheStore() throws {
+        let folder = try TemporaryFolder()
+        let rig = try Rig(folder.storeURL, compactionThreshold: 1 << 40, durability: .normal)
+        let expected = try Self.churn(rig, books: 10, rewrites: 5)
+        rig.plan.arm(.open, on: folder.storeURL.lastPathComponent, .fail(EMFILE))
+        let error = #expect(throws: FileStoreError.self) { try rig.store.compact() }
+        #expect(error?.kind == .io)
+        #expect(rig.plan.fired == 1)
+        #expect(throws: FileStoreError.self) { try rig.insert(["too late"]) }
+        try? rig.store.close()
+        // The new file is complete; the -lock left behind makes this open recover.
+        let again = try FileStore.open(at: folder.storeURL, model: rig.model)
+        let context = try FSSupport.context(for: again, model: rig.model)
+        let titles = try context.performAndWait { try context.fetch(Book.fetchRequest()).map(\.title).sorted() }
+        #expect(titles == expected)
+        try again.close()
     }
 
     @Test(arguments: CompactionFault.allCases)

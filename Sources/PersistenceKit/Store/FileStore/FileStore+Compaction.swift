@@ -74,12 +74,23 @@ extension FileStore {
         } catch {
             folderSyncError = error
         }
+        /// Stops using this store object after the file was replaced: the data on disk is
+        /// complete, but carrying on with the old file would write saves to an unlinked file.
+        /// Its handles (and so its lock) are released, so the store can be opened again in
+        /// this process; `-lock` stays, and that open recovers as after a crash. (Found in
+        /// review: the lock stayed held, and reopening reported another process.)
+        func abandon() {
+            s.closed = true
+            s.file?.close()
+            s.file = nil
+            s.lockFile?.close()
+            s.lockFile = nil
+        }
         let file: any StoreFile
         do {
             file = try Self.io(path, "compacting (reopening)") { try fs.open(path, create: false) }
         } catch {
-            // The data on disk is intact, but this store object lost its file: stop using it.
-            s.closed = true
+            abandon()
             throw error
         }
         let freshImage: StoreImage
@@ -87,7 +98,7 @@ extension FileStore {
             freshImage = try Self.io(path, "compacting (reading the new file)") { try StoreImage(file: file, size: newSize) }
         } catch {
             file.close()
-            s.closed = true
+            abandon()
             throw error
         }
         var fresh = State(file: file, lockFile: s.lockFile, image: freshImage)
@@ -95,10 +106,8 @@ extension FileStore {
             _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
             try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
         } catch {
-            // The old file is already replaced: carrying on with it would write saves to an
-            // unlinked file. Stop using this store object; the new file on disk is complete.
             file.close()
-            s.closed = true
+            abandon()
             throw error
         }
         fresh.sequence = s.sequence

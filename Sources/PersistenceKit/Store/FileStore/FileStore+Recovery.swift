@@ -249,6 +249,14 @@ extension FileStore {
                 }
                 let total = FileStoreFormat.recordOverhead + length
                 guard length <= FileStoreFormat.maxPayload, total <= remaining else {
+                    // Only the last record can be unfinished: a length that runs past the end
+                    // with an intact record after it is damage, reported, never cut. (Found in
+                    // review: recovery cut every save after a damaged length.)
+                    if intactRecordFollows(buf, after: offset, version: version) {
+                        throw FileStoreError(
+                            .corrupt, path: path, offset: offset,
+                            "a record's length is damaged: the file is damaged here. Saves before this byte are intact.")
+                    }
                     return try torn("the last record runs past the end of the file")
                 }
                 let crcAt = offset + FileStoreFormat.recordHeaderSize + length
