@@ -102,10 +102,17 @@ extension FileStore {
                 if !table.indexesReady {
                     let image = s.image
                     let rows = table.rows
-                    try image.withBytes { buf throws(FileStoreError) in
-                        try rows.forEachRow { pk, ref throws(FileStoreError) in
-                            try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
+                    do {
+                        try image.withBytes { buf throws(FileStoreError) in
+                            try rows.forEachRow { pk, ref throws(FileStoreError) in
+                                try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
+                            }
                         }
+                    } catch {
+                        // A damaged value stopped the build: drop what was built, or the next
+                        // attempt would add every row again beside it (found in review).
+                        table.indexes = ColumnIndexes()
+                        throw error
                     }
                     table.indexesReady = true
                 }
