@@ -16,6 +16,22 @@ import Testing
         #expect(titles == ["case \(index)"])
     }
 
+    /// Found in review: a context outliving its test container kept the store open, and the
+    /// next test container of that name got the old store back, rows included.
+    @Test func aContextOutlivingItsContainerKeepsItsStoreFromTheNextTest() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let name = "outliving-\(UUID().uuidString)"
+        let leftover = try NSPersistentContainer.makeTest(model: model, testName: name).newBackgroundContext()
+        try leftover.performAndWait {
+            Item(context: leftover).title = "old"
+            try leftover.save()
+        }
+        let next = try NSPersistentContainer.makeTest(model: model, testName: name)
+        let context = next.newBackgroundContext()
+        #expect(try context.performAndWait { try context.count(for: Item.fetchRequest()) } == 0)
+        withExtendedLifetime(leftover) {}
+    }
+
     @Test func storeIsOnDiskAndStaleFilesAreRemoved() throws {
         let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
         var url: URL?

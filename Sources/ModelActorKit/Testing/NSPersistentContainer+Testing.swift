@@ -40,7 +40,7 @@ extension NSPersistentContainer {
         let base = sanitizedStoreName(testName.isEmpty ? "\(fileID)-\(function)" : testName)
         var name = base
         var suffix = 2
-        while testStoresInUse[name]?.container != nil {
+        while testStoresInUse[name]?.isAlive == true {
             name = "\(base)-\(suffix)"
             suffix += 1
         }
@@ -64,7 +64,7 @@ extension NSPersistentContainer {
         if let error = failure.error {
             throw TestContainerError(kind: .loadFailed, path: storeURL.path, reason: "\(error)")
         }
-        testStoresInUse[name] = WeakTestContainer(container: container)
+        testStoresInUse[name] = WeakTestContainer(container: container, coordinator: container.persistentStoreCoordinator)
         return container
     }
 
@@ -102,8 +102,14 @@ extension NSPersistentContainer {
     }
 }
 
+/// A test store's owners, held weakly: the name stays taken while either lives. A context
+/// outliving its container keeps the coordinator, and with it the open store; reusing the
+/// name then removed the files under it and handed the next test the old store, rows and
+/// all. (Found in review.)
 private struct WeakTestContainer {
     weak var container: NSPersistentContainer?
+    weak var coordinator: NSPersistentStoreCoordinator?
+    var isAlive: Bool { container != nil || coordinator != nil }
 }
 
 /// Carries the error out of the synchronous completion handler.
