@@ -563,3 +563,16 @@ enum BITSupport {
         #expect(text.contains("name"), "stderr: \(text)")
     }
 }
+
+/// Found in review: an NSNumber with a fraction was accepted for an integer attribute and
+/// cut to its integer part.
+@Test func anNSNumberWithAFractionIsNotAnInteger() throws {
+    let context = try Fixtures.container().newBackgroundContext()
+    try context.performAndWait {
+        let book = Book(context: context)
+        #expect(throws: (any Error).self) { try book.validateValue(NSNumber(value: 3.7), forKey: "pages") }
+        try book.validateValue(NSNumber(value: 3.0), forKey: "pages")
+        book.setValue(NSNumber(value: 42), forKey: "pages")
+        #expect(book.pages == 42)
+    }
+}

@@ -414,3 +414,29 @@ private let standardBooks: [(String, Int64)] = [
         #expect(NSManagedObjectContext.typed([], as: Book.self)?.isEmpty == true)
     }
 }
+
+/// Found in review: with `includesPendingChanges = false` the predicate judged saved values
+/// but the sort (and so a limit) used unsaved ones.
+@Test func withoutPendingChangesSortingUsesSavedValues() throws {
+    let container = try Fixtures.container()
+    let context = container.newBackgroundContext()
+    try context.performAndWait {
+        for (title, pages) in [("a", 10), ("b", 20), ("c", 25)] as [(String, Int64)] {
+            let book = Book(context: context)
+            book.title = title
+            book.pages = pages
+        }
+        try context.save()
+        let a = try #require(try context.fetch(Book.fetchRequest()).first { $0.title == "a" })
+        a.pages = 30  // unsaved
+        let request = Book.fetchRequest()
+        request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.pages, ascending: true)]
+        request.includesPendingChanges = false
+        #expect(try context.fetch(request).map(\.title) == ["a", "b", "c"])
+        request.fetchLimit = 1
+        #expect(try context.fetch(request).map(\.title) == ["a"])
+        request.includesPendingChanges = true
+        #expect(try context.fetch(request).map(\.title) == ["b"])
+        #expect(a.pages == 30, "the unsaved value is kept")
+    }
+}

@@ -134,7 +134,7 @@ extension NSManagedObjectContext {
         }
         if !request.sortRules.isEmpty {
             let rules = request.sortRules
-            matches.sort { a, b in
+            func ordered(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
                 for rule in rules {
                     switch rule.compare(a, b) {
                     case .orderedAscending: return true
@@ -143,6 +143,16 @@ extension NSManagedObjectContext {
                     }
                 }
                 return false
+            }
+            if pending || !matches.contains(where: \.hasChangesUnchecked) {
+                matches.sort(by: ordered)
+            } else {
+                // Without pending changes the store's order counts, by saved values, as the
+                // predicate above judged them (found in review: the sort, and so a limit,
+                // used unsaved values).
+                let keys = matches.map { $0.hasChangesUnchecked ? committedCopy(of: $0) : $0 }
+                let order = keys.indices.sorted { ordered(keys[$0], keys[$1]) }
+                matches = order.map { matches[$0] }
             }
         }
         if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
