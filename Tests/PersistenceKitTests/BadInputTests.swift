@@ -576,3 +576,18 @@ enum BITSupport {
         #expect(book.pages == 42)
     }
 }
+
+/// Found in review: a file store took the path of any URL, so `https://host/tmp/x.store`
+/// created and locked `/tmp/x.store` on the local disk.
+@Test func aFileStoreRefusesAURLThatIsNotAFileURL() async throws {
+    let name = "not-a-file-url-\(UUID().uuidString).store"
+    let url = try #require(URL(string: "https://example.com/tmp/\(name)"))
+    let container = NSPersistentContainer(name: "web", managedObjectModel: try Fixtures.model())
+    container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+    let error = await #expect(throws: CoreDataError.self) { try await container.loadPersistentStores() }
+    #expect(error?.code == .persistentStoreOpen)
+    #expect(error?.description.contains("file URL") == true)
+    #expect(throws: FileStoreError.self) { _ = try FileStore.open(at: url, model: try Fixtures.model()) }
+    #expect(!FileManager.default.fileExists(atPath: "/tmp/\(name)"))
+    #expect(!FileManager.default.fileExists(atPath: "/tmp/\(name)-lock"))
+}

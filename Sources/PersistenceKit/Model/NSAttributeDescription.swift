@@ -7,7 +7,12 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
 
     /// The attribute's storage type.
     @exclusivity(unchecked) public var attributeType: NSAttributeType = .undefinedAttributeType {
-        didSet { checkMutable() }
+        // A default set before the type converts again under the type (found in review:
+        // the order of the two setters changed the model).
+        didSet {
+            checkMutable()
+            resolveDefault()
+        }
     }
 
     /// Whether fetches may use an index on this attribute. The in-memory store scans; the

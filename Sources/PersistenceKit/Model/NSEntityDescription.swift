@@ -248,4 +248,11 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         let props = properties.map(\.canonicalDescription).sorted().joined(separator: "; ")
         return "entity \(name) { \(props) }"
     }
+
+    /// The canonical form with the properties in their order, which is the order a store
+    /// keeps a row's values in (see `NSManagedObjectModel.layoutHash`).
+    var layoutDescription: String {
+        let props = properties.map(\.canonicalDescription).joined(separator: "; ")
+        return "entity \(name) { \(props) }"
+    }
 }

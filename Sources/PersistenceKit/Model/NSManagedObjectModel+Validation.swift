@@ -122,6 +122,14 @@ extension NSManagedObjectModel {
                 "the inverse '\(destination.name).\(inverse.name)' has destination "
                     + "'\(inverse.destinationEntity?.name ?? "?")' instead of '\(entity.name)'.")
         }
+        // (Found in review: a `Set` property with maxCount 1 described a to-one, and reading
+        // it trapped.)
+        if let declaredAsSet = r.declaredAsSet, declaredAsSet != r.isToMany {
+            throw ModelError(
+                .invalidCount, entity: entity.name, property: r.name,
+                "the property is a set, but maxCount 1 makes the relationship to-one; use maxCount 0 (no limit) or "
+                    + "at least 2, or declare the property as an optional object.")
+        }
         guard r.minCount >= 0, r.maxCount >= 0, r.maxCount == 0 || r.minCount <= r.maxCount else {
             throw ModelError(
                 .invalidCount, entity: entity.name, property: r.name,

@@ -37,6 +37,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     /// before `isSealed` becomes true). Opening a store compares it, and computing it walks
     /// the whole canonical description: a tenth of reopening a 100,000-object store.
     private var sealedVersionHash = Data()
+    /// `layoutHash`, computed once when the model is sealed (like `sealedVersionHash`).
+    private var sealedLayoutHash = Data()
 
     /// Creates an empty model; add entities with ``entities``.
     public init() {
@@ -80,6 +82,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
             }
             entitiesByClass = byClass
             sealedVersionHash = Self.hash(of: canonicalDescription)
+            sealedLayoutHash = Self.hash(of: layoutDescription)
             sealed = true
         }
     }
@@ -108,6 +111,25 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         return Self.hash(of: canonicalDescription)
     }
 
+    /// A 16-byte hash of the model as stores lay it out: the version hash's content with each
+    /// entity's properties in their order. A file store records it and opens only with a
+    /// model whose layout hash matches: rows keep values by position, so two models equal
+    /// but for the order of their properties must not share a store. (Found in review: a
+    /// reordered model opened a store and read each value under another property.)
+    var layoutHash: Data {
+        if isSealed { return sealedLayoutHash }
+        return Self.hash(of: layoutDescription)
+    }
+
+    /// The layout hash as lowercase hex, for messages.
+    var layoutHashString: String { Self.hex(layoutHash) }
+
+    /// The model's layout form: entities sorted by name (the order of their indexes), each
+    /// with its properties in order.
+    private var layoutDescription: String {
+        entities.sorted { $0.name < $1.name }.map(\.layoutDescription).joined(separator: "\n")
+    }
+
     /// Two 64-bit FNV-1a hashes of `description` with different seeds, big-endian.
     private static func hash(of description: String) -> Data {
         var out = Data()
@@ -123,11 +145,14 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     }
 
     /// The version hash as lowercase hex, for messages and metadata.
-    public var versionHashString: String {
+    public var versionHashString: String { Self.hex(versionHash) }
+
+    /// `bytes` as lowercase hex.
+    private static func hex(_ bytes: Data) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var hex: [UInt8] = []
-        hex.reserveCapacity(32)
-        for byte in versionHash {
+        hex.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
             hex.append(digits[Int(byte >> 4)])
             hex.append(digits[Int(byte & 0x0F)])
         }

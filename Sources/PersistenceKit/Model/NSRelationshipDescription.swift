@@ -71,6 +71,10 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     /// Whether the relationship holds a set of objects (``maxCount`` is not 1).
     public var isToMany: Bool { maxCount != 1 }
 
+    /// For a relationship built from a `@Relationship` property: whether its Swift type is a
+    /// set. Model validation checks that it agrees with ``isToMany``.
+    var declaredAsSet: Bool?
+
     /// Ordered relationships are not supported; always `false`.
     public var isOrdered: Bool { false }
 

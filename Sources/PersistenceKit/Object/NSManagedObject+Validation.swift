@@ -67,7 +67,9 @@ extension NSManagedObject {
             let p = r
             if r.isToMany {
                 let n = toManyCount(at: i)
-                if n < r.minCount || (!r.isOptional && n == 0) {
+                // The counts apply to a relationship that has objects: an optional one may be
+                // empty whatever its minimum, as in Core Data (found in review).
+                if n == 0 ? !r.isOptional : n < r.minCount {
                     errors.append(
                         CoreDataError(
                             .validationRelationshipLacksMinimumCount, objectID: objectID, key: p.name,

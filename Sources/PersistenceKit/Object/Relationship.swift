@@ -103,6 +103,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
         r.isOptional = isOptional
         r.minCount = minCount
         r.maxCount = maxCount
+        r.declaredAsSet = Value.isToMany
         return r
     }
 }

@@ -32,6 +32,12 @@ public final class NSPersistentStoreCoordinator: Sendable {
             guard let url else {
                 throw CoreDataError(.persistentStoreOpen, "a file store needs a URL; set the description's url.")
             }
+            // (Found in review: the path of any URL was used, so https://host/a.store wrote /a.store.)
+            guard url.isFileURL else {
+                throw CoreDataError(
+                    .persistentStoreOpen,
+                    "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
+            }
             let durability = options[FileStore.durabilityOptionKey].flatMap(FileStore.Durability.init(rawValue:)) ?? .full
             // FileStoreError passes through unwrapped: it names the file, offset and cause.
             return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))

@@ -257,13 +257,13 @@ final class FSCourse: NSManagedObject {
             Book(context: context).title = "kept"
             try context.save()
         }
-        let expected = FileStoreError.Kind.modelMismatch(storeHash: storeModel.versionHashString, modelHash: otherModel.versionHashString)
+        let expected = FileStoreError.Kind.modelMismatch(storeHash: storeModel.layoutHashString, modelHash: otherModel.layoutHashString)
 
         let direct = #expect(throws: FileStoreError.self) { try FileStore.open(at: folder.storeURL, model: otherModel) }
         #expect(direct?.kind == expected)
         #expect(direct?.path == FSSupport.path(folder.storeURL))
-        #expect(direct?.description.contains(storeModel.versionHashString) == true)
-        #expect(direct?.description.contains(otherModel.versionHashString) == true)
+        #expect(direct?.description.contains(storeModel.layoutHashString) == true)
+        #expect(direct?.description.contains(otherModel.layoutHashString) == true)
 
         let viaContainer = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL, model: otherModel) }
         #expect(viaContainer?.kind == expected)

@@ -46,7 +46,7 @@ extension FileStore {
                 }
             }
         }
-        let header = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.versionHash)
+        let header = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.layoutHash)
         FileStoreFormat.sealRecord(&w, .checkpoint, sequence: s.sequence, version: FileStoreFormat.version)
         let newSize = header.count + w.count
 

@@ -93,7 +93,7 @@ extension FileStore {
     /// Creates a new store file atomically: written beside the final name, synced, renamed.
     private static func createFile(path: String, directory: String, model: NSManagedObjectModel, fs: any StoreFileSystem) throws(FileStoreError) {
         let temporary = path + "-new"
-        let header = FileStoreFormat.header(storeID: UUID(), modelHash: model.versionHash)
+        let header = FileStoreFormat.header(storeID: UUID(), modelHash: model.layoutHash)
         try io(path, "creating the store") {
             let f = try fs.open(temporary, create: true)
             defer { f.close() }
@@ -173,11 +173,11 @@ extension FileStore {
                     idBytes[9], idBytes[10], idBytes[11], idBytes[12], idBytes[13], idBytes[14], idBytes[15])
             ).uuidString
             let storedHash = Data(buf[32..<48])
-            guard storedHash == model.versionHash.prefix(16) else {
+            guard storedHash == model.layoutHash.prefix(16) else {
                 let stored = storedHash.map { String(format: "%02x", $0) }.joined()
                 throw FileStoreError(
-                    .modelMismatch(storeHash: stored, modelHash: model.versionHashString), path: path, offset: 32,
-                    "the store was created with model \(stored), but was opened with model \(model.versionHashString). "
+                    .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
+                    "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
                         + "Open it with the model it was created with (migration is not supported yet).")
             }
             s.formatVersion = version

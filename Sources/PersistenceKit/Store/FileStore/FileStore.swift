@@ -154,17 +154,23 @@ public final class FileStore: PersistentStore {
     /// at that path in this process.
     ///
     /// - Throws: ``FileStoreError`` — locked by another process, created with a different
-    ///   model (naming both hashes), damaged (naming file and offset), or an I/O failure.
+    ///   model (naming both hashes), damaged (naming file and offset), or an I/O failure
+    ///   (`.io`, also for a URL that is not a file URL).
     public static func open(at url: URL, model: NSManagedObjectModel, options: Options = Options()) throws -> FileStore {
+        guard url.isFileURL else {
+            throw FileStoreError(
+                .io, path: url.absoluteString,
+                "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
+        }
         let path = url.standardizedFileURL.path
         return try openStores.withLock { stores throws(FileStoreError) -> FileStore in
             if let existing = stores[path]?.store, !existing.isClosed {
-                guard existing.model.versionHash == model.versionHash else {
+                guard existing.model.layoutHash == model.layoutHash else {
                     throw FileStoreError(
-                        .modelMismatch(storeHash: existing.model.versionHashString, modelHash: model.versionHashString),
+                        .modelMismatch(storeHash: existing.model.layoutHashString, modelHash: model.layoutHashString),
                         path: path,
-                        "the store is open in this process with model \(existing.model.versionHashString), not "
-                            + "\(model.versionHashString); open it with the same model.")
+                        "the store is open in this process with model \(existing.model.layoutHashString), not "
+                            + "\(model.layoutHashString); open it with the same model.")
                 }
                 return existing
             }
