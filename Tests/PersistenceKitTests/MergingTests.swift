@@ -687,3 +687,59 @@ private func read(_ id: NSManagedObjectID, in context: NSManagedObjectContext) t
         #expect(titles == ["b", "c"] && pointing == ["b", "c"])
     }
 }
+
+/// Found in review: when two contexts moved one book to different shelves, a merge or a
+/// conflict resolution kept one context's shelf on the book but left the book listed by the
+/// other shelf too, and the file store saved both.
+@Suite struct ToOneReconciliationTests {
+    enum Resolution: String, CaseIterable, Sendable { case automaticMerge, objectTrump, storeTrump }
+
+    @Test(arguments: Resolution.allCases)
+    func bothEndsAgreeAfterTwoContextsMoveABook(resolution: Resolution) throws {
+        let folder = try TemporaryFolder()
+        var container = try FSSupport.container(at: folder.storeURL)
+        let seed = container.newBackgroundContext()
+        let (book, s2, s3) = try seed.performAndWait {
+            let shelves = ["s1", "s2", "s3"].map { name in
+                let shelf = Shelf(context: seed)
+                shelf.name = name
+                return shelf
+            }
+            let book = Book(context: seed)
+            book.title = "B"
+            book.shelf = shelves[0]
+            try seed.save()
+            return (book.objectID, shelves[1].objectID, shelves[2].objectID)
+        }
+        let mine = container.newBackgroundContext()
+        let theirs = container.newBackgroundContext()
+        mine.performAndWait {
+            switch resolution {
+            case .automaticMerge: mine.automaticallyMergesChangesFromParent = true
+            case .objectTrump: mine.mergePolicy = NSMergeByPropertyObjectTrumpMergePolicy
+            case .storeTrump: mine.mergePolicy = NSMergeByPropertyStoreTrumpMergePolicy
+            }
+            (mine.object(with: book) as? Book)?.shelf = mine.object(with: s2) as? Shelf
+        }
+        try theirs.performAndWait {
+            (theirs.object(with: book) as? Book)?.shelf = theirs.object(with: s3) as? Shelf
+            try theirs.save()
+        }
+        try mine.performAndWait { try mine.save() }
+        try FSSupport.close(container)
+
+        let bookURI = book.uriRepresentation()
+        container = try FSSupport.container(at: folder.storeURL)
+        let fresh = container.newBackgroundContext()
+        let reopenedBook = try #require(container.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookURI))
+        try fresh.performAndWait {
+            let b = try #require(try fresh.existingObject(with: reopenedBook) as? Book)
+            let expected = resolution == .storeTrump ? "s3" : "s2"
+            #expect(b.shelf?.name == expected)
+            for shelf in try fresh.fetch(Shelf.fetchRequest()) {
+                #expect(shelf.books.contains(b) == (shelf.name == expected), "\(shelf.name) lists the book: \(shelf.books.contains(b))")
+            }
+        }
+        try FSSupport.close(container)
+    }
+}

@@ -145,6 +145,35 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// After a merge or a conflict resolution chose `o`'s to-one relationship `i` over the
+    /// value in `losing` (the store's or this context's), makes the other ends agree: the
+    /// losing target lets go of `o`, and the chosen one lists it. Without this the file
+    /// store, which keeps both ends of a link, saved one end that the other denied. (Found
+    /// in review: a book changed to different shelves in two contexts ended up in two
+    /// shelves.) No effect on to-many relationships (`mergedToMany` settles those) or
+    /// attributes.
+    func reconcileToOne(of o: NSManagedObject, at i: Int, losing: Slot) {
+        guard let r = o.entity.properties[i] as? NSRelationshipDescription, !r.isToMany,
+            let inverse = r.inverseRelationship, let destination = r.destinationEntity
+        else { return }
+        let loser: NSManagedObject? =
+            switch losing {
+            case let .toOne(target): target
+            case let .unresolvedToOne(row?): object(forRow: row, entity: destination)
+            default: nil
+            }
+        let winner = o.resolvedToOne(at: i)
+        if let loser, loser !== winner, !loser.flags.contains(.invalidated) {
+            loser.unlink(o, at: inverse.index)
+        }
+        if let winner, !winner.flags.contains(.invalidated) {
+            winner.prepareForAccess("updating the inverse '\(inverse.name)'")  // loads a fault
+            let listed =
+                inverse.isToMany ? winner.resolvedToMany(at: inverse.index).contains(o) : winner.resolvedToOne(at: inverse.index) === o
+            if !listed { winner.link(o, at: inverse.index) }
+        }
+    }
+
     /// Moves a loaded object onto a newer store row, keeping the properties it changed
     /// since its old snapshot. A to-many relationship changed on both sides keeps both
     /// sides' additions and removals, as a conflict merge does (`mergedToMany`).
@@ -157,6 +186,7 @@ extension NSManagedObjectContext {
         let transient = o.entity.properties.indices.filter { o.entity.properties[$0].isTransient }
         var slots = o.decode(row)
         let ancestor = o.snapshot
+        let saved = slots
         for i in changed + transient { slots[i] = o.slots[i] }
         // A set is links, not one value: the saver's changes to it count too. (Found in
         // review: copying this context's whole set back dropped the saver's removals, and
@@ -171,6 +201,7 @@ extension NSManagedObjectContext {
         }
         o.slots = slots
         o.snapshot = row
+        for i in changed { reconcileToOne(of: o, at: i, losing: saved[i]) }  // this context's value stays
         if changed.isEmpty && o.flags.contains(.updated) {
             o.flags.subtract([.updated, .changeRecorded])
             updatedSet.remove(o)

@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
         // use these (sorting 100k inserts five times was a measurable share of a save).
         let inserted = insertions.objects
         let insertedVersion = insertions.version
-        let updated = objectsInSaveOrder(updatedSet)
+        var updated = objectsInSaveOrder(updatedSet)
         let deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
 
@@ -86,6 +86,9 @@ extension NSManagedObjectContext {
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
+                // Resolving may change other objects (the other ends of relationships it
+                // settled): they are saved too.
+                updated = objectsInSaveOrder(updatedSet)
             }
         }
     }
@@ -203,7 +206,11 @@ extension NSManagedObjectContext {
                         // (a to-many relationship is a set of links, not one value).
                         o.slots[i] = .toMany(mergedToMany(o, at: i, ancestor: before, theirs: after, destination: r.destinationEntity))
                     } else if objectWins ? !mine.contains(i) : theyChanged {
+                        let previous = p is NSRelationshipDescription ? o.slots[i] : nil
                         o.slots[i] = theirs[i]
+                        if let previous { reconcileToOne(of: o, at: i, losing: previous) }
+                    } else if p is NSRelationshipDescription, theyChanged {
+                        reconcileToOne(of: o, at: i, losing: theirs[i])  // this context's value stays
                     }
                 }
                 o.snapshot = current
