@@ -743,3 +743,38 @@ private func read(_ id: NSManagedObjectID, in context: NSManagedObjectContext) t
         try FSSupport.close(container)
     }
 }
+
+/// Found in review: saves are broadcast after the commit lock is released, so a receiver
+/// can get the merge of a deletion before the merge of the insert it deleted; it then
+/// registered an object for a row that no longer existed, and reading it trapped.
+@Test func anInsertMergedAfterTheDeletionOfItsRowRegistersNothing() async throws {
+    let container = try Fixtures.container()
+    let watcher = container.newBackgroundContext()
+    await watcher.perform { watcher.automaticallyMergesChangesFromParent = true }
+    let inserter = container.newBackgroundContext()
+    let deleter = container.newBackgroundContext()
+    // The deleter removes the inserter's new shelf before the inserter's save is broadcast
+    // (did-save is posted first): its deletion reaches the watcher first.
+    let token = NotificationCenter.default.addObserver(
+        forName: NSManagedObjectContext.didSaveObjectsNotification, object: inserter, queue: nil
+    ) { note in
+        let ids = (note.userInfo?[NSInsertedObjectsKey] as? Set<NSManagedObject>)?.map(\.objectID) ?? []
+        deleter.performAndWait {
+            for id in ids { deleter.delete(deleter.object(with: id)) }
+            try? deleter.save()
+        }
+    }
+    defer { NotificationCenter.default.removeObserver(token) }
+    let id = try await inserter.perform {
+        let shelf = Shelf(context: inserter)
+        shelf.name = "short-lived"
+        try inserter.save()
+        return shelf.objectID
+    }
+    // Both merges were queued on the watcher before this block.
+    let (registered, count) = try await watcher.perform {
+        (watcher.registeredObject(for: id) != nil, try watcher.count(for: Shelf.fetchRequest()))
+    }
+    #expect(!registered)
+    #expect(count == 0)
+}

@@ -70,8 +70,16 @@ extension NSManagedObjectContext {
         var inserted = Set<NSManagedObject>()
         var refreshed = Set<NSManagedObject>()
         var deleted = Set<NSManagedObject>()
+        // Saves are broadcast after the commit lock is released, so the merge of a later
+        // save that deleted an inserted row can arrive first, find nothing to delete, and
+        // leave this insert to register an object for a row that is gone. (Found in review.)
+        let store = try? coordinator.primaryStore(for: "merging")
         for id in changes.inserted where coordinator.owns(id) {
-            inserted.insert(object(with: id))
+            if let o = registeredObject(id) {
+                inserted.insert(o)
+            } else if let row = id.rowID, let store, (try? store.containsRow(row)) == true {
+                inserted.insert(object(with: id))
+            }
         }
         let rows = changes.rows.isEmpty ? [:] : Dictionary(changes.rows.map { ($0.id, $0) }, uniquingKeysWith: { _, b in b })
         for id in changes.updated {

@@ -100,4 +100,9 @@ public final class InMemoryStore: PersistentStore {
     public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
         state.withLock { $0.tables[id.entity]?[id.primaryKey] }
     }
+
+    /// See ``PersistentStore``.
+    public func containsRow(_ id: StoreRowID) throws -> Bool {
+        state.withLock { $0.tables[id.entity]?[id.primaryKey] != nil }
+    }
 }

@@ -34,6 +34,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     func countRows(entity: Int32, filter: StoreFilter?) throws -> Int
     /// One row by ID, or `nil` when there is none.
     func fetchRow(_ id: StoreRowID) throws -> StoreRow?
+    /// Whether the row exists. Implement it when the answer is cheaper than fetching the
+    /// row; the default fetches it.
+    func containsRow(_ id: StoreRowID) throws -> Bool
+}
+
+extension PersistentStore {
+    /// Whether the row exists, by fetching it.
+    public func containsRow(_ id: StoreRowID) throws -> Bool { try fetchRow(id) != nil }
 }
 
 /// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.

@@ -19,6 +19,14 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``. Decodes nothing.
+    public func containsRow(_ id: StoreRowID) throws -> Bool {
+        try state.withLock { s throws(FileStoreError) -> Bool in
+            try prepare(&s)
+            return s.tables[id.entity]?.rows[id.primaryKey] != nil
+        }
+    }
+
     /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
