@@ -440,3 +440,30 @@ private let standardBooks: [(String, Int64)] = [
         #expect(a.pages == 30, "the unsaved value is kept")
     }
 }
+
+/// Found in review: an object changed here but deleted by another context (not merged yet)
+/// matched a predicate the store runs, yet not an unfiltered fetch or one run in memory.
+@Test func aChangedObjectWhoseRowIsGoneMatchesNoFetch() throws {
+    let container = try Fixtures.container()
+    let mine = container.newBackgroundContext()
+    let id = try mine.performAndWait {
+        let book = Book(context: mine)
+        book.pages = 1
+        try mine.save()
+        book.title = "changed here"  // unsaved
+        return book.objectID
+    }
+    let theirs = container.newBackgroundContext()
+    try theirs.performAndWait {
+        theirs.delete(theirs.object(with: id))
+        try theirs.save()
+    }
+    try mine.performAndWait { () throws in
+        let request = Book.fetchRequest()
+        #expect(try mine.fetch(request).isEmpty)
+        request.predicate = #Predicate<Book> { $0.pages == 1 }  // run by the store
+        #expect(try mine.fetch(request).isEmpty)
+        request.predicate = #Predicate<Book> { $0.pages == 1 || $0.pages == -1 }  // run in memory
+        #expect(try mine.fetch(request).isEmpty)
+    }
+}

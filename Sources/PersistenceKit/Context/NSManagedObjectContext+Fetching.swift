@@ -118,8 +118,14 @@ extension NSManagedObjectContext {
         if let filter = requestFilter {
             var inMemory = unfiltered
             if storeFilter != nil && pending {
-                // Changed objects: their saved values may no longer be their values.
-                inMemory = objectsInSaveOrder(updatedSet.filter { $0.entity === entity })
+                // Changed objects: their saved values may no longer be their values. Only
+                // those whose row still exists, as on the other paths, which start from the
+                // store's rows (found in review: one deleted by another context and not
+                // merged yet matched a filtered fetch but not an unfiltered one).
+                inMemory = objectsInSaveOrder(
+                    updatedSet.filter { o in
+                        o.entity === entity && (o.rowID.map { (try? store.containsRow($0)) ?? true } ?? true)
+                    })
             }
             if pending { inMemory += insertions.objects.filter { $0.entity === entity } }
             for o in inMemory {
