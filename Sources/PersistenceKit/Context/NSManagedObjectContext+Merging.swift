@@ -201,8 +201,8 @@ extension NSManagedObjectContext {
         // the store then held a link one side no longer had.)
         for i in changed {
             guard let r = o.entity.properties[i] as? NSRelationshipDescription, r.isToMany, let ancestor else { continue }
-            let before = i < ancestor.values.count ? ancestor.values[i] : .null
-            let after = i < row.values.count ? row.values[i] : .null
+            let before = ancestor.value(at: i)
+            let after = row.value(at: i)
             if before != after {
                 slots[i] = .toMany(mergedToMany(o, at: i, ancestor: before, theirs: after, destination: r.destinationEntity))
             }

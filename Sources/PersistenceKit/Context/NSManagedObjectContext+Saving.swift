@@ -198,8 +198,8 @@ extension NSManagedObjectContext {
                 let mine = Set(o.entity.properties.indices.filter { o.persistentValueDiffers(at: $0) })
                 let theirs = o.decode(current)
                 for (i, p) in o.entity.properties.enumerated() where !p.isTransient {
-                    let before = i < ancestor.values.count ? ancestor.values[i] : .null
-                    let after = i < current.values.count ? current.values[i] : .null
+                    let before = ancestor.value(at: i)
+                    let after = current.value(at: i)
                     let theyChanged = before != after
                     if let r = p as? NSRelationshipDescription, r.isToMany, mine.contains(i), theyChanged {
                         // Both sides changed the set: keep both sides' additions and removals

@@ -151,7 +151,7 @@ extension NSManagedObject {
             return storedValues[i]
         case .snapshot:
             if entity.slotKinds[i] == .attribute, let row = storedSnapshot {
-                return i < row.values.count ? row.values[i] : .null  // as `decode(_:)` would
+                return row.value(at: i)  // as `decode(_:)` would
             }
         case .slots:
             break
@@ -167,7 +167,7 @@ extension NSManagedObject {
         var result = ContiguousArray<Slot>()
         result.reserveCapacity(kinds.count)
         for (i, kind) in kinds.enumerated() {
-            let v = i < row.values.count ? row.values[i] : .null
+            let v = row.value(at: i)
             switch kind {
             case .attribute:
                 result.append(.value(v))

@@ -17,6 +17,11 @@ public struct StoreRow: Sendable, Hashable {
         self.version = version
         self.values = values
     }
+
+    /// The value of property `i`; `.null` past the row's end (a row written before the
+    /// property existed).
+    @inline(__always)
+    func value(at i: Int) -> StoreValue { i < values.count ? values[i] : .null }
 }
 
 /// Everything one save writes, applied by a store all at once or not at all.
@@ -101,7 +106,7 @@ public struct StoreFilter: Sendable, Hashable {
 
         /// Whether `row` satisfies the condition.
         public func matches(_ row: StoreRow) -> Bool {
-            matches(value: property < row.values.count ? row.values[property] : .null)
+            matches(value: row.value(at: property))
         }
 
         /// Whether a value of the condition's property satisfies it.

@@ -133,7 +133,7 @@ extension FileStore {
                     }
                     if pk >= table.nextKey { table.nextKey = pk + 1 }
                     if table.indexesReady, let columns {
-                        for c in columns { table.indexes[c].add(c < row.values.count ? row.values[c] : .null, pk) }
+                        for c in columns { table.indexes[c].add(row.value(at: c), pk) }
                     }
                     delta += Self.liveSize(ref)
                 }
