@@ -120,8 +120,9 @@ extension NSManagedObjectContext {
         }
         let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
         try allocateRows(for: temporary, in: store)
+        let number = storeNumber(for: store.identifier)
         for o in temporary {
-            if let row = o.pendingRow { assignPermanentID(row, store: store, to: o) }
+            if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }
             o.pendingRow = nil
         }
     }
@@ -157,11 +158,13 @@ extension NSManagedObjectContext {
         return number
     }
 
-    /// Re-registers an object under its new permanent ID.
+    /// Re-registers an object under its new permanent ID. `storeNumber` is
+    /// `storeNumber(for: store.identifier)`, asked once by the caller: asked per object, the
+    /// store's identifier (a protocol call and a string) was 1% of saving 100,000 inserts.
     @inline(__always)
-    func assignPermanentID(_ row: StoreRowID, store: any PersistentStore, to object: NSManagedObject) {
+    func assignPermanentID(_ row: StoreRowID, storeNumber: UInt32, to object: NSManagedObject) {
         unregister(object)
-        object.setObjectKey(ObjectKey(row: row, storeNumber: storeNumber(for: store.identifier)))
+        object.setObjectKey(ObjectKey(row: row, storeNumber: storeNumber))
         // A fault registered for this row (from an ID of a row that was never saved) names
         // nothing that exists: the new object takes the row, and the fault is invalidated
         // so that it does not keep this context.

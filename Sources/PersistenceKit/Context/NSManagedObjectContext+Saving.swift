@@ -275,8 +275,9 @@ extension NSManagedObjectContext {
         // objects does all their bookkeeping (each pass over 100,000 objects is cache misses
         // on every one of them).
         assert(written.count >= inserted.count && zip(written, inserted).allSatisfy { $0 === $1 })
+        let number = storeNumber(for: store.identifier)
         for (i, o) in inserted.enumerated() {
-            if let row = o.pendingRow { assignPermanentID(row, store: store, to: o) }
+            if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }
             o.pendingRow = nil
             o.insertionIndex = -1
             o.flags = []

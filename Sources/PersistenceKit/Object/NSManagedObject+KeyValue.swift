@@ -63,6 +63,11 @@ extension NSManagedObject {
         prepareForAccess("setting '\(entity.properties[i].name)'")
         if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
         if valueStorage == .values {
+            // The first write to a new object: its values are still the entity's shared
+            // defaults. Copied by the array's copy-on-write, each value went through the
+            // runtime's generic copy (measured: 7% of inserting and saving 100,000 objects);
+            // `ownCopy()` copies them as `StoreValue`s.
+            if storedValues.sharesBuffer(with: entity.defaultValues) { storedValues = entity.defaultValues.ownCopy() }
             storedValues[i] = value
         } else {
             storedSlots[i] = .value(value)

@@ -204,16 +204,36 @@ struct ByteReader {
     /// the very bytes stored: decoding repairs invalid input, and a repaired string never
     /// equals its input. (`String(validating:as:)` took the generic path, with run-time
     /// metadata lookups for every string read.)
+    ///
+    /// ASCII needs no check: decoding cannot repair it. (Most stored strings are ASCII, and
+    /// the check after decoding was a fifth of reading one; measured with callgrind.)
     mutating func string() throws(FileStoreError) -> String {
         let n = Int(try u32())
         let raw = try bytes(n).assumingMemoryBound(to: UInt8.self)
         let s = String(decoding: raw, as: UTF8.self)
+        if Self.isASCII(UnsafeRawBufferPointer(raw)) { return s }
         let unchanged =
             s.utf8.withContiguousStorageIfAvailable { decoded in
                 decoded.count == n && (n == 0 || memcmp(decoded.baseAddress!, raw.baseAddress!, n) == 0)
             } ?? s.utf8.elementsEqual(raw)
         guard unchanged else { throw corrupt("a string is not valid UTF-8") }
         return s
+    }
+
+    /// Whether every byte is below 0x80, tested eight bytes at a time.
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < bytes.count {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 
     @inline(__always)
