@@ -163,53 +163,63 @@ extension NSManagedObjectContext {
 
     /// Runs delete rules for every pending deletion, including deletions they cascade to.
     private func applyDeleteRules() {
+        // In rounds: the deletions pending now, then those their rules cascaded to, and so
+        // on; each round in the order the deletions were made. (Taking them one at a time
+        // with `removeFirst()` moved the rest of the array each time: deleting 160,000
+        // objects in one save took 1.8 s, four times the objects sixteen times as long.)
         while !pendingDeletes.isEmpty {
-            let object = pendingDeletes.removeFirst()
-            // A deletion merged from elsewhere may have invalidated it meanwhile.
-            guard !object.flags.contains(.invalidated), object.flags.contains(.deleted) else { continue }
-            object.prepareForDeletion()
-            for case let r as NSRelationshipDescription in object.entity.properties {
-                guard let inverse = r.inverseRelationship else { continue }
-                let targets: [NSManagedObject] =
-                    r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
-                switch r.deleteRule {
-                case .nullifyDeleteRule:
-                    for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
-                case .cascadeDeleteRule:
-                    for t in targets where !t.flags.contains(.invalidated) {
-                        if t.flags.contains(.deleted) {
-                            t.unlink(object, at: inverse.index)
-                        } else {
-                            delete(t)
-                        }
+            let round = pendingDeletes
+            pendingDeletes = []
+            for object in round { applyDeleteRules(to: object) }
+        }
+    }
+
+    /// The delete rules of one pending deletion (see `applyDeleteRules()`).
+    private func applyDeleteRules(to object: NSManagedObject) {
+        // A deletion merged from elsewhere may have invalidated it meanwhile.
+        guard !object.flags.contains(.invalidated), object.flags.contains(.deleted) else { return }
+        object.prepareForDeletion()
+        for case let r as NSRelationshipDescription in object.entity.properties {
+            guard let inverse = r.inverseRelationship else { continue }
+            let targets: [NSManagedObject] =
+                r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
+            switch r.deleteRule {
+            case .nullifyDeleteRule:
+                for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
+            case .cascadeDeleteRule:
+                for t in targets where !t.flags.contains(.invalidated) {
+                    if t.flags.contains(.deleted) {
+                        t.unlink(object, at: inverse.index)
+                    } else {
+                        delete(t)
                     }
-                case .denyDeleteRule, .noActionDeleteRule:
-                    break
                 }
+            case .denyDeleteRule, .noActionDeleteRule:
+                break
             }
-            if object.flags.contains(.inserted) {
-                // Inserted then deleted before any save: the object simply goes away. It was
-                // never in the store, so whatever the rule nothing may keep pointing at it.
-                // (Found in review: under deny or no action the saved objects kept it, the
-                // save dropped the link silently, and they showed as changed forever.)
-                for case let r as NSRelationshipDescription in object.entity.properties
-                where r.deleteRule == .denyDeleteRule || r.deleteRule == .noActionDeleteRule {
-                    guard let inverse = r.inverseRelationship else { continue }
-                    let targets = r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
-                    for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
-                }
-                insertions.remove(object)
-                deletedSet.remove(object)
-                // Observers told of the insert hear of the deletion too; an insert not yet
-                // announced simply never happened. (Found in review: an announced insert
-                // deleted before a save was never announced as gone.)
-                if !object.flags.contains(.insertAnnounced) { unprocessed.deleted.remove(object) }
-                unregister(object)
-                // Detached, not invalidated: as in Core Data it keeps its values and can still
-                // be read (observers of the change often do); it just has no context.
-                object.flags = []
-                object.managedObjectContext = nil
+        }
+        if object.flags.contains(.inserted) {
+            // Inserted then deleted before any save: the object simply goes away. It was
+            // never in the store, so whatever the rule nothing may keep pointing at it.
+            // (Found in review: under deny or no action the saved objects kept it, the
+            // save dropped the link silently, and they showed as changed forever.)
+            for case let r as NSRelationshipDescription in object.entity.properties
+            where r.deleteRule == .denyDeleteRule || r.deleteRule == .noActionDeleteRule {
+                guard let inverse = r.inverseRelationship else { continue }
+                let targets = r.isToMany ? Array(object.resolvedToMany(at: r.index)) : object.resolvedToOne(at: r.index).map { [$0] } ?? []
+                for t in targets where !t.flags.contains(.invalidated) { t.unlink(object, at: inverse.index) }
             }
+            insertions.remove(object)
+            deletedSet.remove(object)
+            // Observers told of the insert hear of the deletion too; an insert not yet
+            // announced simply never happened. (Found in review: an announced insert
+            // deleted before a save was never announced as gone.)
+            if !object.flags.contains(.insertAnnounced) { unprocessed.deleted.remove(object) }
+            unregister(object)
+            // Detached, not invalidated: as in Core Data it keeps its values and can still
+            // be read (observers of the change often do); it just has no context.
+            object.flags = []
+            object.managedObjectContext = nil
         }
     }
 }

