@@ -200,7 +200,7 @@ extension NSManagedObjectContext {
                 for (i, p) in o.entity.properties.enumerated() where !p.isTransient {
                     let before = ancestor.value(at: i)
                     let after = current.value(at: i)
-                    let theyChanged = before != after
+                    let theyChanged = !before.isSame(as: after)
                     if let r = p as? NSRelationshipDescription, r.isToMany, mine.contains(i), theyChanged {
                         // Both sides changed the set: keep both sides' additions and removals
                         // (a to-many relationship is a set of links, not one value).

@@ -72,8 +72,22 @@ public enum StoreValue: Hashable, Sendable {
         switch self {
         case let .double(d): d.isNaN
         case let .float(f): f.isNaN
+        case let .date(d): d.timeIntervalSinceReferenceDate.isNaN
         default: false
         }
+    }
+}
+
+extension StoreValue {
+    /// Whether two values are the same stored value, for change tracking: `==`, except that
+    /// a NaN is the same as a NaN (an untouched NaN is not a change) and strings must have
+    /// the same scalars (Swift's `==` equates canonically equivalent strings, so "\u{E9}"
+    /// written over "e\u{301}" was never saved).
+    func isSame(as other: StoreValue) -> Bool {
+        if case var .string(a) = self, case var .string(b) = other {
+            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) } }
+        }
+        return self == other || (isNaN && other.isNaN)
     }
 }
 
@@ -85,18 +99,24 @@ extension StoreValue {
         func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
             a < b ? .orderedAscending : (b < a ? .orderedDescending : .orderedSame)
         }
+        // NaN is unordered under `<`; calling it "the same" as every number is no order at
+        // all (a sort then left numbers out of order), so it sorts before every number.
+        func floating<T: FloatingPoint>(_ a: T, _ b: T) -> ComparisonResult {
+            if a.isNaN || b.isNaN { return order(a.isNaN ? 0 : 1, b.isNaN ? 0 : 1) }
+            return order(a, b)
+        }
         switch (lhs, rhs) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending
         case (_, .null): return .orderedDescending
         case let (.integer(a), .integer(b)): return order(a, b)
-        case let (.double(a), .double(b)): return order(a, b)
-        case let (.float(a), .float(b)): return order(a, b)
-        case let (.integer(a), .double(b)): return order(Double(a), b)
-        case let (.double(a), .integer(b)): return order(a, Double(b))
+        case let (.double(a), .double(b)): return floating(a, b)
+        case let (.float(a), .float(b)): return floating(a, b)
+        case let (.integer(a), .double(b)): return floating(Double(a), b)
+        case let (.double(a), .integer(b)): return floating(a, Double(b))
         case let (.bool(a), .bool(b)): return order(a ? 1 : 0, b ? 1 : 0)
         case let (.string(a), .string(b)): return order(a, b)
-        case let (.date(a), .date(b)): return order(a, b)
+        case let (.date(a), .date(b)): return floating(a.timeIntervalSinceReferenceDate, b.timeIntervalSinceReferenceDate)
         case let (.decimal(a), .decimal(b)): return order(a, b)
         case let (.uuid(a), .uuid(b)): return order(a.uuidString, b.uuidString)
         case let (.uri(a), .uri(b)): return order(a.absoluteString, b.absoluteString)

@@ -181,9 +181,9 @@ extension NSManagedObject {
         if entity.slotKinds[i].isTransient { return false }
         if valueStorage == .snapshot { return false }  // the values are the snapshot's
         let committed: StoreValue = snapshot.map { i < $0.values.count ? $0.values[i] : .null } ?? .null
-        if valueStorage == .values { return storedValues[i] != committed }
+        if valueStorage == .values { return !storedValues[i].isSame(as: committed) }
         switch slots[i] {
-        case let .value(v): return v != committed
+        case let .value(v): return !v.isSame(as: committed)
         case .unresolvedToOne, .unresolvedToMany: return false
         case let .toOne(o):
             guard let o else { return !committed.isNull }

@@ -6,7 +6,17 @@ struct AttributeIndex {
     var keysByValue: [StoreValue: KeySet] = [:]
     var sortedValues: [StoreValue]?
 
+    /// The key a value is indexed under. A URL with a base is keyed by its absolute form:
+    /// the file holds and compares URIs by their absolute string, but `URL`'s `==` tells a
+    /// relative URL from the same address spelled absolutely. (Found in review: an index
+    /// built by a save missed a relative URL that the index rebuilt after a reopen found.)
+    static func key(_ value: StoreValue) -> StoreValue {
+        if case let .uri(u) = value, u.baseURL != nil, let absolute = URL(string: u.absoluteString) { return .uri(absolute) }
+        return value
+    }
+
     mutating func add(_ value: StoreValue, _ pk: Int64) {
+        let value = Self.key(value)
         // NaN is not indexed: no "==" or range condition matches it, and as a key it is
         // unequal even to itself (each add made a new entry, and sorting the values broke).
         if value.isNaN { return }
@@ -17,6 +27,7 @@ struct AttributeIndex {
     }
 
     mutating func remove(_ value: StoreValue, _ pk: Int64) {
+        let value = Self.key(value)
         if value.isNaN { return }  // never added
         // In place: copying the key set out and back in copied all of its keys.
         guard keysByValue[value]?.remove(pk) == true else { return }
@@ -30,7 +41,7 @@ struct AttributeIndex {
     mutating func keys(matching condition: StoreFilter.Condition) -> [Int64]? {
         switch condition.op {
         case .equal:
-            return keysByValue[condition.value]?.elements ?? []
+            return keysByValue[Self.key(condition.value)]?.elements ?? []
         case .notEqual:
             return nil
         case .less, .lessOrEqual, .greater, .greaterOrEqual:

@@ -16,8 +16,11 @@ public let NSFileStoreType = "PersistenceKitFile"
 ///   `fsync` (like SQLite's `synchronous=NORMAL`): still crash-consistent, but a power loss
 ///   may drop the most recent saves.
 /// - **Serialized writes, consistent reads.** One writer at a time; reads never see part of a
-///   transaction. Every coordinator in the process that opens the same file shares one
-///   store object; another process gets ``FileStoreError/Kind/lockedByAnotherProcess``.
+///   transaction. Every coordinator in the process that opens the same file (by any path:
+///   symbolic links are resolved) shares one store object, and must ask for the same
+///   durability (``FileStoreError/Kind/optionsMismatch`` otherwise); another process gets
+///   ``FileStoreError/Kind/lockedByAnotherProcess``. Hard links are not recognized: open a
+///   store through one path.
 /// - **Damage is reported, not hidden.** A damaged file gives a ``FileStoreError`` naming
 ///   the file and byte offset; nothing is silently dropped, except the unfinished record of
 ///   a session that crashed.
@@ -162,7 +165,10 @@ public final class FileStore: PersistentStore {
                 .io, path: url.absoluteString,
                 "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
         }
-        let path = url.standardizedFileURL.path
+        // Symbolic links resolved: two paths to one file must find the one open store, and
+        // one lock file. (Found in review: a path through a symlink opened a second writer,
+        // whose saves overwrote the first one's.)
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         return try openStores.withLock { stores throws(FileStoreError) -> FileStore in
             if let existing = stores[path]?.store, !existing.isClosed {
                 guard existing.model.layoutHash == model.layoutHash else {
@@ -171,6 +177,15 @@ public final class FileStore: PersistentStore {
                         path: path,
                         "the store is open in this process with model \(existing.model.layoutHashString), not "
                             + "\(model.layoutHashString); open it with the same model.")
+                }
+                // One store object serves every opener, so it cannot give one of them the
+                // durability it asked for and another a weaker one (found in review: a second
+                // container asking for `full` silently got `normal`).
+                guard existing.options.durability == options.durability else {
+                    throw FileStoreError(
+                        .optionsMismatch, path: path,
+                        "the store is open in this process with \(existing.options.durability) durability, not "
+                            + "\(options.durability); open it with the same durability, or close the other container first.")
                 }
                 return existing
             }

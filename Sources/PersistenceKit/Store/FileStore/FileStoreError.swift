@@ -17,6 +17,9 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         case lockedByAnotherProcess
         /// The store was created with a different model.
         case modelMismatch(storeHash: String, modelHash: String)
+        /// The store is already open in this process with other options (its durability):
+        /// every coordinator in a process shares one store object, so they must agree.
+        case optionsMismatch
         /// A file operation failed (see ``FileStoreError/underlying``).
         case io
         /// The store was closed.

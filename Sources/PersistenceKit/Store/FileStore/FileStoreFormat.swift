@@ -280,6 +280,7 @@ enum FileStoreFormat {
             return .uri(url)
         case .decimal:
             let s = try r.string()
+            if s == "NaN" { return .decimal(.nan) }  // `Decimal.nan.description`, which `Decimal(string:)` refuses
             guard let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) else {
                 throw r.corrupt("a decimal value does not parse")
             }
