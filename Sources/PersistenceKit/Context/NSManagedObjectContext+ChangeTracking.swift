@@ -158,6 +158,9 @@ extension NSManagedObjectContext {
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
+        // Nothing left to announce (an insert deleted before it was announced): no empty
+        // notification.
+        if info.isEmpty { return }
         post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
     }
 

@@ -182,6 +182,40 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// After a conflict resolution replaced all of `o`'s relationships with one side's,
+    /// makes the other ends agree with `o`: the targets of the losing values (`losing`, slot
+    /// by slot) let go of it, and the targets it keeps list it. With `ancestor`, only the
+    /// relationships the store changed since then. (Found in review: the overwrite and
+    /// rollback policies left targets listing an object that no longer pointed back, and
+    /// saved them so.)
+    func reconcileRelationships(of o: NSManagedObject, losing: ContiguousArray<Slot>, changedSince ancestor: StoreRow?, _ current: StoreRow) {
+        for case let r as NSRelationshipDescription in o.entity.properties {
+            let i = r.index
+            if let ancestor, ancestor.value(at: i) == current.value(at: i) { continue }
+            guard let inverse = r.inverseRelationship, let destination = r.destinationEntity else { continue }
+            if !r.isToMany {
+                reconcileToOne(of: o, at: i, losing: losing[i])
+                continue
+            }
+            let lost: [NSManagedObject] =
+                switch losing[i] {
+                case let .toMany(set): Array(set)
+                case let .unresolvedToMany(rows): rows.map { object(forRow: $0, entity: destination) }
+                default: []
+                }
+            let kept = o.resolvedToMany(at: i)
+            for t in lost where !kept.contains(t) && !t.flags.contains(.invalidated) {
+                t.prepareForAccess("updating the inverse '\(inverse.name)'")  // loads a fault
+                t.unlink(o, at: inverse.index)
+            }
+            for t in kept where !t.flags.contains(.invalidated) {
+                t.prepareForAccess("updating the inverse '\(inverse.name)'")
+                let listed = inverse.isToMany ? t.resolvedToMany(at: inverse.index).contains(o) : t.resolvedToOne(at: inverse.index) === o
+                if !listed { t.link(o, at: inverse.index) }
+            }
+        }
+    }
+
     /// Moves a loaded object onto a newer store row, keeping the properties it changed
     /// since its old snapshot. A to-many relationship changed on both sides keeps both
     /// sides' additions and removals, as a conflict merge does (`mergedToMany`).
