@@ -76,6 +76,17 @@ final class SHVersioned: NSManagedObject {
     }
 }
 
+/// Counts its awakeFromInsert calls.
+final class SHAwake: NSManagedObject {
+    @Attribute var name: String = ""
+    var awakeCalls = 0
+
+    override func awakeFromInsert() {
+        super.awakeFromInsert()
+        awakeCalls += 1
+    }
+}
+
 /// The object IDs each objects-did-change notification of one context carried, by key.
 private final class ChangeLog: Sendable {
     private let notes = TestMutex<[[String: Set<NSManagedObjectID>]]>([])
@@ -230,6 +241,27 @@ private final class ChangeLog: Sendable {
             #expect(log.all.contains { $0[NSInsertedObjectsKey]?.count == 1 })
             try context.save()
             #expect(try context.count(for: SHVersioned.fetchRequest()) == 2)
+        }
+    }
+
+    /// Apple: awakeFromInsert is invoked only once in the object's lifetime, so an object
+    /// deleted before a save (which detaches it) and inserted again does not get it again.
+    @Test func awakeFromInsertRunsOnceInAnObjectsLife() throws {
+        let container = try Self.container([SHAwake.self])
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let o = SHAwake(context: context)
+            o.name = "kept"
+            context.delete(o)
+            context.processPendingChanges()
+            #expect(o.managedObjectContext == nil)
+            context.insert(o)
+            #expect(o.awakeCalls == 1)
+            try context.save()
+            let standalone = SHAwake(entity: o.entity, insertInto: nil)
+            #expect(standalone.awakeCalls == 0)
+            context.insert(standalone)
+            #expect(standalone.awakeCalls == 1)
         }
     }
 

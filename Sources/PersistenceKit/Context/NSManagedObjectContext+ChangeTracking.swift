@@ -93,7 +93,10 @@ extension NSManagedObjectContext {
         }
         insertions.append(object)
         unprocessed.inserted.append(object)
-        object.awakeFromInsert()
+        if !object.hasAwokenFromInsert {
+            object.hasAwokenFromInsert = true
+            object.awakeFromInsert()
+        }
     }
 
     /// Marks an object for deletion at the next save. Delete rules run when pending

@@ -115,9 +115,13 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // before the next 8-byte boundary. Declared where they are used, each took 8 bytes with
     // its padding, and every object was 32 bytes larger (an eighth of an object; the memory
     // of new objects, in page faults, was a fifth of inserting 100,000 of them). Keep them
-    // here. (`Flags` and `ValueStorage` are one byte each.)
+    // here. (`Flags`, `ValueStorage` and `hasAwokenFromInsert` are one byte each.)
     @exclusivity(unchecked) final var flags: Flags = []
     @exclusivity(unchecked) final var valueStorage: ValueStorage = .slots
+    /// Whether `awakeFromInsert()` ran: Core Data calls it once in an object's life, so an
+    /// object deleted before a save and inserted again does not get it a second time.
+    /// (One byte, in the gap before `storedInsertionIndex`: the object did not grow.)
+    @exclusivity(unchecked) final var hasAwokenFromInsert = false
     @exclusivity(unchecked) private final var storedInsertionIndex: Int32 = -1
     /// The ID made from `storedKey`, once asked for.
     @exclusivity(unchecked) private final var storedObjectID: NSManagedObjectID?
