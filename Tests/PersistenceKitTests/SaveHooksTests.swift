@@ -371,4 +371,49 @@ private final class ChangeLog: Sendable {
         }
         try Self.expectConsistent(container, book: bookID, shelves: shelves)
     }
+
+    // MARK: refresh without merging keeps both ends of links others still make
+
+    /// A shelf refreshed without merging after a new book was put on it: the book still
+    /// points at the shelf, so the save stores the link on both ends.
+    @Test func refreshingAShelfKeepsTheLinkANewBookStillMakes() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let shelfID = try context.performAndWait {
+            let shelf = Shelf(context: context)
+            shelf.name = "S"
+            try context.save()
+            let book = Book(context: context)
+            book.title = "N"
+            book.shelf = shelf
+            context.refresh(shelf, mergeChanges: false)
+            try context.save()
+            return shelf.objectID
+        }
+        let check = container.newBackgroundContext()
+        try check.performAndWait {
+            let shelf = try #require(try check.existingObject(with: shelfID) as? Shelf)
+            let pointing = try check.fetch(Book.fetchRequest()).filter { $0.shelf === shelf }
+            #expect(shelf.books == Set(pointing))
+            #expect(pointing.count == 1)
+        }
+    }
+
+    /// The other way round: a book taken off a shelf (moved to another) while the shelf is
+    /// refreshed without merging stays off it.
+    @Test func refreshingAShelfKeepsABookMovedAwayOff() throws {
+        let container = try Fixtures.container()
+        let (bookID, shelves) = try Self.seedShelves(container)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let book = try #require(try context.existingObject(with: bookID) as? Book)
+            let first = try #require(try context.existingObject(with: shelves[0]) as? Shelf)
+            _ = first.books
+            book.shelf = try #require(try context.existingObject(with: shelves[1]) as? Shelf)
+            context.refresh(first, mergeChanges: false)
+            #expect(!first.books.contains(book))
+            try context.save()
+        }
+        try Self.expectConsistent(container, book: bookID, shelves: shelves)
+    }
 }

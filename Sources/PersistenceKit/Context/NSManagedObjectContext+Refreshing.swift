@@ -29,10 +29,48 @@ extension NSManagedObjectContext {
             pendingDeletes.removeAll { $0 === object }
             unprocessed.deleted.remove(object)
         }
+        let held = flag ? [] : linksHeldByOthers(object)
         updatedSet.remove(object)
         unprocessed.updated.remove(object)
         object.flags.subtract([.updated, .changeRecorded])
         if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.dropRow() }
+        // The discarded changes are this object's side of its links only: where another
+        // object's unsaved change still makes a link (or still leaves one out), this side
+        // follows it again, so a save stores both ends alike. (Found in review: a shelf
+        // refreshed after a new book was put on it lost the book, the book kept the shelf,
+        // and the save stored a link on one side only.)
+        for (i, target, linked) in held {
+            if linked { object.link(target, at: i) } else { object.unlink(target, at: i) }
+        }
+    }
+
+    /// For an object about to drop its unsaved changes: each relationship change it made
+    /// (a target added or removed) that the target's own unsaved state agrees with.
+    private func linksHeldByOthers(_ o: NSManagedObject) -> [(index: Int, target: NSManagedObject, linked: Bool)] {
+        guard o.flags.contains(.updated), !o.flags.contains(.fault), let snapshot = o.snapshot else { return [] }
+        var held: [(index: Int, target: NSManagedObject, linked: Bool)] = []
+        for case let r as NSRelationshipDescription in o.entity.properties where o.persistentValueDiffers(at: r.index) {
+            guard let inverse = r.inverseRelationship, let destination = r.destinationEntity else { continue }
+            let current: Set<NSManagedObject> = r.isToMany ? o.resolvedToMany(at: r.index) : Set(o.resolvedToOne(at: r.index).map { [$0] } ?? [])
+            let storedRows: [StoreRowID] =
+                switch snapshot.value(at: r.index) {
+                case let .reference(row): [row]
+                case let .references(rows): rows
+                default: []
+                }
+            let stored = Set(storedRows.map { object(forRow: $0, entity: destination) })
+            /// Whether `t`'s own unsaved state links it to `o`.
+            func linksBack(_ t: NSManagedObject) -> Bool {
+                inverse.isToMany ? t.resolvedToMany(at: inverse.index).contains(o) : t.resolvedToOne(at: inverse.index) === o
+            }
+            for t in current.subtracting(stored) where t.hasChangesUnchecked && !t.flags.contains(.fault) && linksBack(t) {
+                held.append((r.index, t, true))
+            }
+            for t in stored.subtracting(current) where t.hasChangesUnchecked && !t.flags.contains(.fault) && !linksBack(t) {
+                held.append((r.index, t, false))
+            }
+        }
+        return held
     }
 
     /// Refreshes every registered object with `mergeChanges: true`: unchanged objects become
