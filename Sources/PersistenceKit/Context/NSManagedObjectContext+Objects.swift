@@ -194,8 +194,8 @@ extension NSManagedObjectContext {
     }
 
     /// Registers a new fault for a permanent key of `entity` (its ID is made when asked for).
-    func fault(for key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject {
-        let o = makeFault(entity)
+    func fault(for key: ObjectKey, entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
+        let o = makeFault(entity, holding: row)
         o.setObjectKey(key)
         let replaced = registeredByID.insert(o)
         assert(replaced == nil, "PersistenceKit internal error: a fault replaced a registered object")
@@ -203,11 +203,15 @@ extension NSManagedObjectContext {
     }
 
     @inline(__always)
-    private func makeFault(_ entity: NSEntityDescription) -> NSManagedObject {
+    private func makeFault(_ entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
         let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-        o.storedSlots = []
-        o.storedValues = []
-        o.valueStorage = .slots
+        if let row {
+            o.install(row)
+        } else {
+            o.storedSlots = []
+            o.storedValues = []
+            o.valueStorage = .slots
+        }
         o.flags = [.fault]
         o.managedObjectContext = self
         return o
@@ -222,9 +226,7 @@ extension NSManagedObjectContext {
             if o.flags.contains(.fault) { o.holdRow(row) }
             return o
         }
-        let o = fault(for: key, entity: entity)
-        o.holdRow(row)
-        return o
+        return fault(for: key, entity: entity, holding: row)
     }
 
     /// The row to fill a fault with, straight from the store.

@@ -88,8 +88,10 @@ extension NSManagedObject {
     /// snapshot until something needs them elsewhere (see ``ValueStorage``).
     func install(_ row: StoreRow) {
         storedSnapshot = row
-        storedSlots = []
-        storedValues = []
+        // Emptied only when not empty already: each assignment retained the new empty
+        // array and released the old one (a fetch installs a row in every new object).
+        if !storedSlots.isEmpty { storedSlots = [] }
+        if !storedValues.isEmpty { storedValues = [] }
         valueStorage = .snapshot
     }
 
