@@ -78,6 +78,12 @@ extension NSManagedObjectContext {
         // this context (a dangling reference once the context is freed).
         // (Only a permanent key can be taken: temporary keys are unique in the process, and a
         // new object has no key yet.)
+        if object.hasPermanentKey, !coordinator.owns(object.objectID) {
+            preconditionFailure(
+                "PersistenceKit: insert(_:) — \(object.objectID) has a permanent ID of a store that context "
+                    + "'\(debugName)' does not use (another coordinator's). Rule: an object cannot move between "
+                    + "coordinators; insert a new object and copy its values.")
+        }
         if object.hasPermanentKey, let other = registeredByID[object.objectKey, object.entity], other !== object {
             preconditionFailure(
                 "PersistenceKit: insert(_:) — context '\(debugName)' already holds another object with ID \(object.objectID). "

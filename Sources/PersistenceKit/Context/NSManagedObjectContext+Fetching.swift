@@ -138,6 +138,9 @@ extension NSManagedObjectContext {
             // (obtainPermanentIDs): they are not in the store yet either.
             if pending { matches += insertions.objects.filter { $0.entity === entity } }
         }
+        for case let .key(k) in request.sortRules {
+            FetchSortRule.checkKey(k.key, of: entity)  // not only when two objects meet
+        }
         if !request.sortRules.isEmpty {
             let rules = request.sortRules
             func ordered(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {

@@ -42,16 +42,23 @@ extension NSManagedObjectContext {
                     items = Array(s)
                 } else if let a = value as? [Any] {
                     items = a
+                } else if let s = value as? Set<AnyHashable> {
+                    items = Array(s)
                 } else {
-                    items = []
+                    preconditionFailure(
+                        "PersistenceKit: merging changes — the value for '\(key)' is a \(type(of: value)), not a collection of "
+                            + "NSManagedObjectID, NSManagedObject or URI URL. Rule: pass a did-save notification's user info.")
                 }
                 for item in items {
                     let id: NSManagedObjectID?
                     switch item {
-                    case let o as NSManagedObject: id = o.objectID
-                    case let i as NSManagedObjectID: id = i
+                    case let o as NSManagedObject: id = Self.ownedID(o.objectID, key: key, coordinator: coordinator)
+                    case let i as NSManagedObjectID: id = Self.ownedID(i, key: key, coordinator: coordinator)
                     case let u as URL: id = coordinator.managedObjectID(forURIRepresentation: u)
-                    default: id = nil
+                    default:
+                        preconditionFailure(
+                            "PersistenceKit: merging changes — '\(key)' holds a \(type(of: item)); expected NSManagedObjectID, "
+                                + "NSManagedObject or URI URL.")
                     }
                     if let id, !id.isTemporaryID, seen.insert(id).inserted { result.append(id) }
                 }
@@ -62,6 +69,16 @@ extension NSManagedObjectContext {
             inserted: ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey]),
             updated: ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey]),
             deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]))
+    }
+
+    /// `id` as an ID of `coordinator`: itself, or (for another coordinator on the same store)
+    /// the ID its URI names here; traps when it names nothing this coordinator has.
+    private static func ownedID(_ id: NSManagedObjectID, key: String, coordinator: NSPersistentStoreCoordinator) -> NSManagedObjectID? {
+        if id.isTemporaryID || coordinator.owns(id) { return id }
+        if let mine = coordinator.managedObjectID(forURIRepresentation: id.uriRepresentation()) { return mine }
+        preconditionFailure(
+            "PersistenceKit: merging changes — \(id) under '\(key)' belongs to a store this coordinator does not have. "
+                + "Rule: merge only saves of the same store.")
     }
 
     /// Applies another context's save to this one (on this context's queue).

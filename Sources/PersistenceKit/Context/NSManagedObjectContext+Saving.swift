@@ -117,11 +117,37 @@ extension NSManagedObjectContext {
         for o in inserted { collect { try o.validateForInsert() } }
         for o in updated { collect { try o.validateForUpdate() } }
         for o in deleted { collect { try o.validateForDelete() } }
+        for o in inserted where !o.entity.hasOnlyPersistentAttributes { errors += danglingReferences(of: o) }
+        for o in updated where !o.entity.hasOnlyPersistentAttributes { errors += danglingReferences(of: o) }
         if errors.count == 1 { throw errors[0] }
         let typed = errors.map { e -> CoreDataError in
             (e as? CoreDataError) ?? CoreDataError(.managedObjectValidation, "\(e)")
         }
         if let combined = CoreDataError.combining(typed) { throw combined }
+    }
+
+    /// Relationship targets a save cannot store: objects that are not in this context (never
+    /// inserted, detached, invalidated, or another context's). Core Data fails the save with
+    /// "Dangling reference to an invalid object"; writing them dropped the link silently.
+    private func danglingReferences(of o: NSManagedObject) -> [CoreDataError] {
+        var errors: [CoreDataError] = []
+        for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
+            let targets: [NSManagedObject]
+            switch o.slots[i] {
+            case let .toOne(t?): targets = [t]
+            case let .toMany(set): targets = Array(set)
+            default: continue
+            }
+            for t in targets where t.managedObjectContext !== self {
+                errors.append(
+                    CoreDataError(
+                        .managedObjectValidation, objectID: o.objectID, key: o.entity.properties[i].name,
+                        "dangling reference: '\(o.entity.name).\(o.entity.properties[i].name)' points at \(t.objectID), "
+                            + "which is not in context '\(debugName)' (never inserted, deleted, or in another context). "
+                            + "Insert it here, or bring it over with object(with:)."))
+            }
+        }
+        return errors
     }
 
     /// The store transaction for the current changes, and the objects whose rows it writes

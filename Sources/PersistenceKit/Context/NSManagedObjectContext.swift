@@ -145,7 +145,14 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public var persistentStoreCoordinator: NSPersistentStoreCoordinator? {
         get { coordinatorBox.withLock { $0 } }
         set {
-            coordinatorBox.withLock { $0 = newValue }
+            coordinatorBox.withLock { current in
+                if let current, current !== newValue {
+                    preconditionFailure(
+                        "PersistenceKit: context '\(debugName)' already has a coordinator; cannot replace it. Rule: a "
+                            + "context's objects belong to its coordinator's stores; make a new context instead.")
+                }
+                current = newValue
+            }
             coordinatorGeneration.add(1, ordering: .releasing)
         }
     }

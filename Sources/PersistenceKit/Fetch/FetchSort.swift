@@ -44,12 +44,18 @@ enum FetchSortRule {
     }
 
     private static func sortValue(_ o: NSManagedObject, _ key: String) -> StoreValue {
-        guard let i = o.entity.propertyIndex(named: key), o.entity.properties[i] is NSAttributeDescription else {
+        o.attributeValue(at: checkKey(key, of: o.entity))
+    }
+
+    /// The index of attribute `key` of `entity`, or a trap naming both.
+    @discardableResult
+    static func checkKey(_ key: String, of entity: NSEntityDescription) -> Int {
+        guard let i = entity.propertyIndex(named: key), entity.properties[i] is NSAttributeDescription else {
             preconditionFailure(
-                "PersistenceKit: sort key '\(key)' is not an attribute of entity '\(o.entity.name)'. Known attributes: "
-                    + "\(o.entity.attributesByName.keys.sorted().joined(separator: ", ")).")
+                "PersistenceKit: sort key '\(key)' is not an attribute of entity '\(entity.name)'. Known attributes: "
+                    + "\(entity.attributesByName.keys.sorted().joined(separator: ", ")).")
         }
-        return o.attributeValue(at: i)
+        return i
     }
 }
 

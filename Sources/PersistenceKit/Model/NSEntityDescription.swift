@@ -46,7 +46,19 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             // Properties that left this entity stop naming it (their `entity` does not keep
             // the entity alive, so a stale one must not outlive it).
             for p in oldValue where !properties.contains(where: { $0 === p }) { p.detach(from: self) }
-            for p in properties { p.entity = self }
+            adopt(properties)
+        }
+    }
+
+    /// Makes this entity the owner of `properties`; traps for a property of an entity in use.
+    private func adopt(_ properties: [NSPropertyDescription]) {
+        for p in properties {
+            if let other = p.entity, other !== self, other.managedObjectModel?.isSealed == true {
+                preconditionFailure(
+                    "PersistenceKit: property '\(other.name).\(p.name)' is used by a coordinator; it cannot be added "
+                        + "to entity '\(name)'. Rule: a property belongs to one entity; make a new description.")
+            }
+            p.entity = self
         }
     }
 
@@ -141,7 +153,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         self.managedObjectClass = managedObjectClass
         self.managedObjectClassName = String(describing: managedObjectClass)
         self.properties = properties
-        for p in properties { p.entity = self }
+        adopt(properties)
     }
 
     /// The entity's properties keyed by name.

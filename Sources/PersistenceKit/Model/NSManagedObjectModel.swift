@@ -22,7 +22,21 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
                     "PersistenceKit: a model's entities were replaced after it was used by a coordinator. "
                         + "Rule: a model is immutable once in use; build a new model instead.")
             }
-            for e in entities { e.managedObjectModel = self }
+            adopt(entities)
+        }
+    }
+
+    /// Makes this model the owner of `entities`; traps for an entity that a coordinator uses
+    /// through another model (taking it over re-indexed it under that coordinator).
+    private func adopt(_ entities: [NSEntityDescription]) {
+        for e in entities {
+            if let other = e.managedObjectModel, other !== self, other.isSealed {
+                preconditionFailure(
+                    "PersistenceKit: entity '\(e.name)' is already used by a coordinator through another model; it "
+                        + "cannot be added to a second model. Rule: a model is immutable once in use, and an entity "
+                        + "belongs to one model; build new entity descriptions for the new model.")
+            }
+            e.managedObjectModel = self
         }
     }
 
@@ -45,11 +59,23 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         entities = []
     }
 
+    deinit {
+        // Relationships hold their destination and inverse strongly, so related entities form
+        // reference cycles. Break them for the entities this model owned (their weak
+        // `managedObjectModel` reads nil now); entities another model took over keep theirs.
+        for e in entities where e.managedObjectModel == nil {
+            for case let r as NSRelationshipDescription in e.properties {
+                r.destinationEntity = nil
+                r.inverseRelationship = nil
+            }
+        }
+    }
+
     /// Creates a model from entity descriptions.
     public convenience init(entities: [NSEntityDescription]) {
         self.init()
         self.entities = entities
-        for e in entities { e.managedObjectModel = self }
+        adopt(entities)
     }
 
     /// Whether the model has been sealed (used by a coordinator) and can no longer change.

@@ -147,9 +147,21 @@ extension NSManagedObject {
         if let a = p as? NSAttributeDescription {
             slots[i] = .value(convert(value, for: a))
         } else if let r = p as? NSRelationshipDescription, r.isToMany {
-            slots[i] = .toMany(objectSet(value, for: r))
+            let set = objectSet(value, for: r)
+            for o in set { checkDestination(o, of: r) }
+            slots[i] = .toMany(set)
         } else if let r = p as? NSRelationshipDescription {
-            slots[i] = .toOne(object(value, for: r))
+            let o = object(value, for: r)
+            if let o { checkDestination(o, of: r) }
+            slots[i] = .toOne(o)
+        }
+    }
+
+    private func checkDestination(_ target: NSManagedObject, of r: NSRelationshipDescription) {
+        guard target.entity === r.destinationEntity else {
+            preconditionFailure(
+                "PersistenceKit: wrong value type for relationship '\(entity.name).\(r.name)' (object \(objectID)): got an "
+                    + "object of entity '\(target.entity.name)', expected '\(r.destinationEntity?.name ?? "?")'.")
         }
     }
 

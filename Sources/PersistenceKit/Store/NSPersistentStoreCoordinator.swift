@@ -38,7 +38,17 @@ public final class NSPersistentStoreCoordinator: Sendable {
                     .persistentStoreOpen,
                     "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
             }
-            let durability = options[FileStore.durabilityOptionKey].flatMap(FileStore.Durability.init(rawValue:)) ?? .full
+            let durability: FileStore.Durability
+            if let text = options[FileStore.durabilityOptionKey] {
+                guard let d = FileStore.Durability(rawValue: text) else {
+                    throw CoreDataError(
+                        .persistentStoreOpen,
+                        "unknown value '\(text)' for option \(FileStore.durabilityOptionKey); use \"full\" or \"normal\".")
+                }
+                durability = d
+            } else {
+                durability = .full
+            }
             // FileStoreError passes through unwrapped: it names the file, offset and cause.
             return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
         },
