@@ -262,4 +262,23 @@ enum MRSupport {
         container.persistentStoreDescriptions = [description]
         await #expect(throws: CoreDataError.self) { try await container.loadPersistentStores() }
     }
+
+    /// A predicate over a class the entity's objects are not could match nothing: the fetch
+    /// and the count say so instead of answering "none".
+    @Test func aPredicateOverAnotherClassIsATypedError() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            Book(context: context).title = "kept"
+            try context.save()
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Book")
+            request.setPredicate(#Predicate<Author> { $0.name == "x" })
+            let fetchError = #expect(throws: CoreDataError.self) { _ = try context.fetch(request) }
+            #expect(fetchError?.message.contains("Author") == true)
+            #expect(fetchError?.message.contains("'Book'") == true)
+            #expect(throws: CoreDataError.self) { _ = try context.count(for: request) }
+            request.setPredicate(#Predicate<Book> { $0.title == "kept" })
+            #expect(try context.fetch(request).count == 1)
+        }
+    }
 }

@@ -129,8 +129,20 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
         "NSFetchRequest(entity: \(entity?.name ?? entityName ?? "?"), limit: \(fetchLimit), offset: \(fetchOffset))"
     }
 
-    /// The entity to fetch, resolved in `model`, or a typed error.
+    /// The entity to fetch, resolved in `model`, or a typed error; also when the predicate
+    /// is over a class that the entity's objects are not (it could match no object).
     func resolveEntity(in model: NSManagedObjectModel) throws -> NSEntityDescription {
+        let e = try resolveEntityByName(in: model)
+        if let filter, !filter.accepts(e.managedObjectClass) {
+            throw CoreDataError(
+                .coreData,
+                "the fetch request's predicate is over \(filter.rootName), but its entity '\(e.name)' has objects of "
+                    + "class \(e.managedObjectClassName); write the predicate over that class.")
+        }
+        return e
+    }
+
+    private func resolveEntityByName(in model: NSManagedObjectModel) throws -> NSEntityDescription {
         if let entity {
             guard entity.managedObjectModel === model else {
                 throw CoreDataError(
@@ -177,10 +189,17 @@ struct FetchFilter {
     /// The predicate's expression tree, for translation into store conditions.
     let expression: Any
     let evaluate: (NSManagedObject) throws -> Bool
+    /// Whether objects of a class can be the predicate's input (the class or a subclass of
+    /// its root).
+    let accepts: (NSManagedObject.Type) -> Bool
+    /// The predicate's root class, for messages.
+    let rootName: String
 
     init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
         self.typed = predicate
         self.expression = predicate.expression
+        self.accepts = { $0 is Root.Type }
+        self.rootName = String(describing: Root.self)
         self.evaluate = { object in
             guard let root = object as? Root else { return false }
             return try predicate.evaluate(root)
