@@ -106,10 +106,18 @@ extension NSManagedObjectContext {
         var unfiltered: [NSManagedObject] = []
         registeredByID.reserveCapacity(registeredByID.count + rows.count)
         let storeIdentifier = store.identifier
+        // Registered objects whose values are older than the row just read (another context
+        // saved and this one has not merged): the predicate judges the row, as the store does.
+        var newerRows: [ObjectIdentifier: StoreRow] = [:]
         for row in rows {
             let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
             if pending && o.flags.contains(.deleted) { continue }
             if storeFilter == nil || requestFilter == nil {
+                if requestFilter != nil, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
+                    let snapshot = o.snapshot, snapshot.version != row.version
+                {
+                    newerRows[ObjectIdentifier(o)] = row
+                }
                 unfiltered.append(o)
             } else if !(pending && o.hasChangesUnchecked) {
                 matches.append(o)  // the store matched its saved values, which are its values
@@ -129,7 +137,10 @@ extension NSManagedObjectContext {
             }
             if pending { inMemory += insertions.objects.filter { $0.entity === entity } }
             for o in inMemory {
-                let subject = pending || !o.hasChangesUnchecked ? o : committedCopy(of: o)
+                let subject =
+                    if let row = newerRows[ObjectIdentifier(o)] { committedCopy(of: o, values: row) } else {
+                        pending || !o.hasChangesUnchecked ? o : committedCopy(of: o)
+                    }
                 if try filter.evaluate(subject) { matches.append(o) }
             }
         } else {
@@ -174,10 +185,10 @@ extension NSManagedObjectContext {
 
     /// A detached copy of an object holding its last saved values, so a predicate can be
     /// evaluated against the store's state (`includesPendingChanges == false`).
-    private func committedCopy(of o: NSManagedObject) -> NSManagedObject {
+    private func committedCopy(of o: NSManagedObject, values row: StoreRow? = nil) -> NSManagedObject {
         let copy = o.entity.managedObjectClass.init(entity: o.entity, insertInto: nil)
         copy.objectID = o.objectID
-        if let snapshot = o.snapshot {
+        if let snapshot = row ?? o.snapshot {
             copy.slots = o.decode(snapshot)
             // The copy has no context, so committed relationship targets are resolved here,
             // to this context's objects.

@@ -11,10 +11,17 @@ protocol StoreTranslatable {
     func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]?
 }
 
-/// A key path applied to the predicate's variable.
+/// A key path in a predicate.
 protocol TranslatableKeyPath {
     var anyKeyPath: AnyKeyPath { get }
+    /// Whether the key path is applied to the predicate's variable itself (`$0.name`), not
+    /// to another expression (`$0.parent!.name`, whose key path is `\.name` too).
+    var isOnVariable: Bool { get }
 }
+
+/// The predicate's variable (`$0`).
+protocol PredicateVariableExpression {}
+extension PredicateExpressions.Variable: PredicateVariableExpression {}
 
 /// A constant in a predicate.
 protocol TranslatableConstant {
@@ -23,6 +30,9 @@ protocol TranslatableConstant {
 
 extension PredicateExpressions.KeyPath: TranslatableKeyPath {
     var anyKeyPath: AnyKeyPath { keyPath }
+    // Found in review: `$0.parent!.name == "a"` on an entity related to itself was
+    // translated as the object's own `name`.
+    var isOnVariable: Bool { root is any PredicateVariableExpression }
 }
 
 extension PredicateExpressions.Value: TranslatableConstant {
@@ -35,12 +45,12 @@ extension PredicateExpressions.Value: TranslatableConstant {
 /// The property index and constant of `key path <op> constant`, in either order; `swapped`
 /// when the constant came first.
 private func operands(_ lhs: Any, _ rhs: Any, _ resolve: (AnyKeyPath) -> Int?) -> (Int, StoreValue, swapped: Bool)? {
-    if let k = lhs as? any TranslatableKeyPath, let c = rhs as? any TranslatableConstant,
+    if let k = lhs as? any TranslatableKeyPath, k.isOnVariable, let c = rhs as? any TranslatableConstant,
         let i = resolve(k.anyKeyPath), let v = c.storeValue
     {
         return (i, v, false)
     }
-    if let c = lhs as? any TranslatableConstant, let k = rhs as? any TranslatableKeyPath,
+    if let c = lhs as? any TranslatableConstant, let k = rhs as? any TranslatableKeyPath, k.isOnVariable,
         let i = resolve(k.anyKeyPath), let v = c.storeValue
     {
         return (i, v, true)
@@ -109,28 +119,31 @@ extension NSEntityDescription {
 
     /// Whether `keyPath` returns attribute `slot`'s value itself, not a value computed from
     /// it (a computed property reads the attribute too, and the probe records that read).
-    /// Tried with two distinct values, each time with every other attribute set to the
-    /// other one, so that a property combining attributes (`a + b`, `max(a, b)`) shows.
-    /// (Found in review: `var doubled: Int64 { n * 2 }` was filtered as `n` by the store.)
+    /// Tried with three values, each time with every other attribute set to another one, so
+    /// that a property combining attributes (`a + b`, `max(a, b)`) shows, and with values
+    /// that common transformations change (found in review: `var doubled: Int64 { n * 2 }`,
+    /// then `name.lowercased()` and `name.isEmpty ? "(untitled)" : name`, were filtered as
+    /// the attribute by the store). A to-one relationship of the probe reads as a blank
+    /// object, so a property that reads through one (`parent?.name ?? name`) shows too.
     private static func readsExactly(
         _ slot: Int, of attribute: NSAttributeDescription, through keyPath: AnyKeyPath, on probe: NSManagedObject
     ) -> Bool {
-        guard let (first, second) = attribute.attributeType.sampleValues else { return false }
-        for trial in 0..<2 {
-            let mine = trial == 0 ? first : second
+        guard let samples = attribute.attributeType.sampleValues else { return false }
+        for trial in samples.indices {
+            let mine = samples[trial]
             for (i, p) in probe.entity.properties.enumerated() {
                 guard let other = p as? NSAttributeDescription else { continue }
                 if i == slot {
                     probe.setAttribute(mine, at: i)
-                } else if let (a, b) = other.attributeType.sampleValues {
-                    probe.setAttribute(trial == 0 ? b : a, at: i)
+                } else if let theirs = other.attributeType.sampleValues {
+                    probe.setAttribute(theirs[(trial + 1) % theirs.count], at: i)
                 }
             }
             let value = probe[keyPath: keyPath]
             // An `AttributeValue` (any `@Attribute` type, the user's own included) says how it
             // is stored; anything else converts as `setValue(_:forKey:)` would.
             guard let read = (value as? any AttributeValue)?.storeValue ?? attribute.attributeType.storeValue(from: value),
-                read == mine
+                read.isSame(as: mine)
             else { return false }
         }
         return true

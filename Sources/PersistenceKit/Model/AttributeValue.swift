@@ -185,8 +185,14 @@ extension URL: AttributeValue {
         guard case let .uri(v) = storeValue else { return nil }
         self = v
     }
-    /// See ``AttributeValue``.
-    public var storeValue: StoreValue { .uri(self) }
+    /// See ``AttributeValue``. A URL with a base is stored in its absolute form (as Core
+    /// Data stores a URI attribute by its absolute string), so that every store and both
+    /// fetch paths compare the same value. (Found in review: the in-memory store matched a
+    /// relative URL by its absolute string, an in-memory predicate by `URL`'s `==`.)
+    public var storeValue: StoreValue {
+        if baseURL != nil, let absolute = URL(string: absoluteString) { return .uri(absolute) }
+        return .uri(self)
+    }
 }
 
 extension Decimal: AttributeValue {

@@ -73,22 +73,24 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Two distinct values of this type, as stored; `nil` for unsupported types. Used to
-    /// check what a key path reads (`NSEntityDescription.attributeIndex(forKeyPath:)`).
-    var sampleValues: (StoreValue, StoreValue)? {
-        switch self {
-        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: (.integer(3), .integer(5))
-        case .decimalAttributeType: (.decimal(3), .decimal(5))
-        case .doubleAttributeType: (.double(1.5), .double(2.5))
-        case .floatAttributeType: (.float(1.5), .float(2.5))
-        case .stringAttributeType: (.string("a"), .string("b"))
-        case .booleanAttributeType: (.bool(false), .bool(true))
-        case .dateAttributeType: (.date(Date(timeIntervalSinceReferenceDate: 3)), .date(Date(timeIntervalSinceReferenceDate: 5)))
-        case .binaryDataAttributeType: (.data(Data([3])), .data(Data([5])))
-        case .UUIDAttributeType:
-            (.uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3))),
-             .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5))))
-        case .URIAttributeType: (.uri(URL(string: "x-sample:a")!), .uri(URL(string: "x-sample:b")!))
+    /// Three values of this type, as stored, chosen to expose common computed properties
+    /// (a sign, a case change, an empty-string default, rounding); `nil` for unsupported
+    /// types. Used to check what a key path reads
+    /// (`NSEntityDescription.attributeIndex(forKeyPath:)`).
+    var sampleValues: [StoreValue]? {
+        func date(_ t: Double) -> StoreValue { .date(Date(timeIntervalSinceReferenceDate: t)) }
+        func uuid(_ last: UInt8) -> StoreValue { .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, last))) }
+        return switch self {
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: [.integer(-3), .integer(0), .integer(5)]
+        case .decimalAttributeType: [.decimal(-3), .decimal(0), .decimal(Decimal(string: "5.5")!)]
+        case .doubleAttributeType: [.double(-2.5), .double(0), .double(7.25)]
+        case .floatAttributeType: [.float(-2.5), .float(0), .float(7.25)]
+        case .stringAttributeType: [.string(""), .string("Ab"), .string("b")]
+        case .booleanAttributeType: [.bool(false), .bool(true), .bool(false)]
+        case .dateAttributeType: [date(-1.5), date(0), date(5)]
+        case .binaryDataAttributeType: [.data(Data()), .data(Data([3])), .data(Data([5, 0]))]
+        case .UUIDAttributeType: [uuid(0), uuid(3), uuid(5)]
+        case .URIAttributeType: [.uri(URL(string: "x-sample:a")!), .uri(URL(string: "x-sample:B")!), .uri(URL(string: "http://x.invalid/c")!)]
         case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: nil
         }
     }
@@ -152,7 +154,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case .dateAttributeType: candidate = (any as? Date).map(StoreValue.date)
         case .binaryDataAttributeType: candidate = (any as? Data).map(StoreValue.data)
         case .UUIDAttributeType: candidate = (any as? UUID).map(StoreValue.uuid)
-        case .URIAttributeType: candidate = (any as? URL).map(StoreValue.uri)
+        case .URIAttributeType: candidate = (any as? URL)?.storeValue  // absolute, as the typed property stores it
         case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType:
             candidate = nil
         }

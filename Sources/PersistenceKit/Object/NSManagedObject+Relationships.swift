@@ -27,6 +27,15 @@ extension NSManagedObject {
         }
     }
 
+    /// On a probe object (see `NSEntityDescription.attributeIndex(forKeyPath:)`): a blank,
+    /// detached object of to-one slot `i`'s destination, so that a computed property that
+    /// unwraps the relationship (`parent!.name`) reads a default value instead of trapping
+    /// while the probe tells it from an attribute (found in review). `nil` on other objects.
+    func blankTargetIfProbe(at i: Int) -> NSManagedObject? {
+        guard flags.contains(.probe), let destination = relationship(at: i).destinationEntity else { return nil }
+        return destination.managedObjectClass.init(entity: destination, insertInto: nil)
+    }
+
     /// The to-many targets at slot `i`, turning stored row IDs into objects on first read.
     func resolvedToMany(at i: Int) -> Set<NSManagedObject> {
         switch slots[i] {

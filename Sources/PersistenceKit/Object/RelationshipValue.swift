@@ -21,7 +21,8 @@ extension Optional: RelationshipValue where Wrapped: NSManagedObject {
     /// See ``RelationshipValue``.
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
-        return object.resolvedToOne(at: slot).map { downcast($0, to: Wrapped.self, in: object, slot: slot) }
+        guard let target = object.resolvedToOne(at: slot) ?? object.blankTargetIfProbe(at: slot) else { return nil }
+        return downcast(target, to: Wrapped.self, in: object, slot: slot)
     }
     /// See ``RelationshipValue``.
     public func write(to object: NSManagedObject, slot: Int) {

@@ -1,0 +1,159 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+/// A node related to other nodes, with computed properties that read its attribute or a
+/// related node's: the store must never filter those as the attribute itself.
+final class FRNode: NSManagedObject {
+    @Attribute var name: String = ""
+    @Attribute(.indexed) var rank: Int64 = 0
+    @Attribute var link: URL?
+    @Relationship(inverse: "children") var parent: FRNode?
+    @Relationship(inverse: "parent") var children: Set<FRNode>
+    var lowerName: String { name.lowercased() }
+    var displayName: String { name.isEmpty ? "(untitled)" : name }
+    var parentName: String { parent!.name }
+    var parentOrOwnName: String { parent?.name ?? name }
+}
+
+/// The same fetch through the store's filter and in memory must agree (a predicate with
+/// `|| false` cannot be handed to the store, so it runs in Swift on every object). Every
+/// test runs on the in-memory store and on the file store. Each failed before its fix.
+@Suite struct FetchReviewTests {
+    /// A coordinator with the file store at `url`, or an in-memory store when it is nil.
+    private static func coordinator(fileAt url: URL?) throws -> NSPersistentStoreCoordinator {
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [FRNode.self]))
+        if let url {
+            _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: url, options: [:])
+        } else {
+            _ = try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil, options: [:])
+        }
+        return coordinator
+    }
+
+    private static func context(_ coordinator: NSPersistentStoreCoordinator) -> NSManagedObjectContext {
+        NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
+    }
+
+    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<FRNode>) throws -> [String] {
+        let request = FRNode.fetchRequest()
+        request.predicate = predicate
+        return try context.fetch(request).map(\.name).sorted()
+    }
+
+    /// Two nodes, each the other's parent.
+    private static func seedPair(_ context: NSManagedObjectContext) throws {
+        let a = FRNode(context: context)
+        a.name = "a"
+        let b = FRNode(context: context)
+        b.name = "b"
+        a.parent = b
+        b.parent = a
+        try context.save()
+    }
+
+    /// `$0.parent!.name` has the key path `\.name`, applied to the parent, not to `$0`.
+    @Test(arguments: [false, true]) func aKeyPathOnARelatedObjectIsNotTheObjectsOwn(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = Self.context(coordinator)
+        try context.performAndWait { () throws in
+            try Self.seedPair(context)
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" }) == ["b"])
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" || false }) == ["b"])
+        }
+    }
+
+    /// Computed properties that give back their attribute for some values only.
+    @Test(arguments: [false, true]) func computedPropertiesAreNotTakenForTheirAttribute(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = Self.context(coordinator)
+        try context.performAndWait { () throws in
+            FRNode(context: context).name = "Dune"
+            FRNode(context: context).name = ""
+            try context.save()
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.lowerName == "dune" }) == ["Dune"])
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.displayName == "(untitled)" }) == [""])
+        }
+    }
+
+    /// A computed property that reads through a to-one relationship: telling it from an
+    /// attribute must neither trap (the probe object has no parent) nor take it for `name`.
+    @Test(arguments: [false, true]) func computedPropertiesThroughARelationship(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = Self.context(coordinator)
+        try context.performAndWait { () throws in
+            try Self.seedPair(context)
+            let orphan = FRNode(context: context)
+            orphan.name = "orphan"
+            try context.save()
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.parentOrOwnName == "a" }) == ["b"])
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.parentOrOwnName == "orphan" }) == ["orphan"])
+            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent != nil && $0.parentName == "a" }) == ["b"])
+        }
+    }
+
+    /// Telling a computed property that unwraps a relationship (`parent!.name`) from an
+    /// attribute reads it on a probe object without a parent: that must not trap. (In a
+    /// child process: before the fix it did.)
+    @Test func probingAPropertyThatUnwrapsARelationshipDoesNotTrap() async {
+        await #expect(processExitsWith: .success) {
+            let coordinator = try Self.coordinator(fileAt: nil)
+            let context = Self.context(coordinator)
+            try context.performAndWait { () throws in
+                try Self.seedPair(context)
+                let names = try Self.names(context, #Predicate<FRNode> { $0.parentName == "a" })
+                precondition(names == ["b"], "got \(names)")
+            }
+        }
+    }
+
+    /// An object another context changed, not merged here, is judged by its saved row on
+    /// both paths, as the store judges it, in fetches and counts alike.
+    @Test(arguments: [false, true]) func anUnmergedObjectIsJudgedByItsSavedRow(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = Self.context(coordinator)
+        let b = Self.context(coordinator)
+        let id = try a.performAndWait {
+            let n = FRNode(context: a)
+            n.name = "n"
+            n.rank = 1
+            try a.save()
+            return n.objectID
+        }
+        try b.performAndWait { () throws in
+            try #require(try b.existingObject(with: id) as? FRNode).rank = 2
+            try b.save()
+        }
+        try a.performAndWait { () throws in
+            #expect(try Self.names(a, #Predicate<FRNode> { $0.rank == 2 }) == ["n"])
+            #expect(try Self.names(a, #Predicate<FRNode> { $0.rank == 2 || $0.rank == 2 }) == ["n"])
+            let request = FRNode.fetchRequest()
+            request.predicate = #Predicate<FRNode> { $0.rank == 2 || $0.rank == 2 }
+            #expect(try a.count(for: request) == 1)
+        }
+    }
+
+    /// A relative URL is stored in its absolute form, so both paths, and both stores, find
+    /// it by that form.
+    @Test(arguments: [false, true]) func aRelativeURLIsFoundByItsAbsoluteForm(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = Self.context(coordinator)
+        try a.performAndWait { () throws in
+            let n = FRNode(context: a)
+            n.name = "relative"
+            n.link = URL(string: "b", relativeTo: URL(string: "http://x.org/"))
+            try a.save()
+        }
+        let b = Self.context(coordinator)
+        try b.performAndWait { () throws in
+            let target = URL(string: "http://x.org/b")
+            #expect(try Self.names(b, #Predicate<FRNode> { $0.link == target }) == ["relative"])
+            #expect(try Self.names(b, #Predicate<FRNode> { $0.link == target || false }) == ["relative"])
+        }
+    }
+}
