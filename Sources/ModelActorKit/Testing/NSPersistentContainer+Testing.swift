@@ -64,7 +64,9 @@ extension NSPersistentContainer {
         if let error = failure.error {
             throw TestContainerError(kind: .loadFailed, path: storeURL.path, reason: "\(error)")
         }
-        testStoresInUse[name] = WeakTestContainer(container: container, coordinator: container.persistentStoreCoordinator)
+        testStoresInUse[name] = WeakTestContainer(
+            container: container, coordinator: container.persistentStoreCoordinator,
+            stores: container.persistentStoreCoordinator.persistentStores.map { WeakStore(store: $0) })
         return container
     }
 
@@ -106,10 +108,17 @@ extension NSPersistentContainer {
 /// outliving its container keeps the coordinator, and with it the open store; reusing the
 /// name then removed the files under it and handed the next test the old store, rows and
 /// all. (Found in review.)
+/// The stores count too: a store kept by the caller stays open, and `FileStore.open` hands
+/// that open store (old rows included) to the next opener of its path.
 private struct WeakTestContainer {
     weak var container: NSPersistentContainer?
     weak var coordinator: NSPersistentStoreCoordinator?
-    var isAlive: Bool { container != nil || coordinator != nil }
+    var stores: [WeakStore]
+    var isAlive: Bool { container != nil || coordinator != nil || stores.contains { $0.store != nil } }
+}
+
+private struct WeakStore {
+    weak var store: (any PersistentStore)?
 }
 
 /// Carries the error out of the synchronous completion handler.

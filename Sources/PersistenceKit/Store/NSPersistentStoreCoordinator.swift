@@ -167,14 +167,29 @@ public final class NSPersistentStoreCoordinator: Sendable {
     // MARK: Automatic merging
 
     func addMergeObserver(_ context: NSManagedObjectContext) {
-        mergeObservers.withLock { list in
-            list.removeAll { $0.context == nil || $0.context === context }
+        let live = mergeObservers.withLock { list in
+            let live = Self.prune(&list, removing: context)
             list.append(WeakContext(context: context))
+            return live
         }
+        withExtendedLifetime(live) {}  // released here, after the lock: see `prune`
     }
 
     func removeMergeObserver(_ context: NSManagedObjectContext) {
-        mergeObservers.withLock { list in list.removeAll { $0.context == nil || $0.context === context } }
+        let live = mergeObservers.withLock { list in Self.prune(&list, removing: context) }
+        withExtendedLifetime(live) {}
+    }
+
+    /// Drops dead entries and `context` from `list`; returns the live contexts, strongly.
+    ///
+    /// Reading a weak reference retains the context. If the caller's retain is the last one
+    /// (another thread let go meanwhile), releasing it inside the lock ran the context's
+    /// deinit there, and the deinit's own `removeMergeObserver` took the same lock again:
+    /// deadlock. The caller keeps the returned array until after the lock is released.
+    private static func prune(_ list: inout [WeakContext], removing context: NSManagedObjectContext) -> [NSManagedObjectContext] {
+        let live = list.compactMap(\.context)
+        list = live.filter { $0 !== context }.map { WeakContext(context: $0) }
+        return live
     }
 
     /// Hands a completed save to every other context that merges automatically; each merges

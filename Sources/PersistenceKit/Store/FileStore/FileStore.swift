@@ -169,8 +169,14 @@ public final class FileStore: PersistentStore {
         // one lock file. (Found in review: a path through a symlink opened a second writer,
         // whose saves overwrote the first one's.)
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        // The store found in the table is released only after the table's lock: if another
+        // thread let go of it meanwhile, this is the last reference, and its deinit (close)
+        // takes the lock again.
+        var found: FileStore?
+        defer { withExtendedLifetime(found) {} }
         return try openStores.withLock { stores throws(FileStoreError) -> FileStore in
-            if let existing = stores[path]?.store, !existing.isClosed {
+            found = stores[path]?.store
+            if let existing = found, !existing.isClosed {
                 guard existing.model.layoutHash == model.layoutHash else {
                     throw FileStoreError(
                         .modelMismatch(storeHash: existing.model.layoutHashString, modelHash: model.layoutHashString),
@@ -290,9 +296,12 @@ public final class FileStore: PersistentStore {
             }
             cleanlyClosed = true
         }
-        Self.openStores.withLock { stores in
-            if stores[path]?.store === self || stores[path]?.store == nil { stores[path] = nil }
+        let listed = Self.openStores.withLock { stores -> FileStore? in
+            let listed = stores[path]?.store  // released after the lock, as in `open`
+            if listed === self || listed == nil { stores[path] = nil }
+            return listed
         }
+        withExtendedLifetime(listed) {}
     }
 
     /// Checks that the store is open and builds the row tables if opening deferred them.
