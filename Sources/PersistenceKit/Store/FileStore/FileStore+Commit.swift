@@ -129,12 +129,11 @@ extension FileStore {
                     let ref = RowRef(offset: payloadStart + p.offset, length: p.length, version: p.version)
                     if let old = table.rows.updateValue(ref, forKey: pk) {
                         delta -= Self.liveSize(old)
-                        if table.indexesReady, let columns { table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path) }
-                    }
-                    if pk >= table.nextKey { table.nextKey = pk + 1 }
-                    if table.indexesReady, let columns {
+                        if table.indexesReady, let columns { table.reindex(pk: pk, from: old, to: row, columns: columns, buf: buf, path: path) }
+                    } else if table.indexesReady, let columns {
                         for c in columns { table.indexes[c].add(row.value(at: c), pk) }
                     }
+                    if pk >= table.nextKey { table.nextKey = pk + 1 }
                     delta += Self.liveSize(ref)
                 }
                 flush()

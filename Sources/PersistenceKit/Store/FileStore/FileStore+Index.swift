@@ -102,6 +102,25 @@ extension FileStore.Table {
         }
     }
 
+    /// Moves row `pk` in the indexes from the values of its old record `old` to `row`'s. A
+    /// column whose value did not change is left alone: most updates change no indexed
+    /// value, and taking a key out of a value's set and putting it back cost more than the
+    /// rest of committing the row (measured: a save of one changed object, 20%).
+    mutating func reindex(
+        pk: Int64, from old: FileStore.RowRef, to row: StoreRow, columns: [Int], buf: UnsafeRawBufferPointer, path: String
+    ) {
+        for c in columns {
+            let new = row.value(at: c)
+            var r = ByteReader(buf, range: old.offset..<(old.offset + old.length), path: path)
+            // The old row was indexed when it was put, so it decodes; if not, nothing was indexed.
+            if let previous = try? FileStoreFormat.decodeValue(at: c, &r) {
+                if previous.isSame(as: new) { continue }
+                indexes[c].remove(previous, pk)
+            }
+            indexes[c].add(new, pk)
+        }
+    }
+
     mutating func unindex(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) {
         for c in columns {
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)

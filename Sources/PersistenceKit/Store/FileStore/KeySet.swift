@@ -17,6 +17,8 @@
 struct KeySet {
     /// The keys.
     private(set) var elements: [Int64] = []
+    /// Up to this many keys, a removal searches the array instead of building `positions`.
+    static let scanLimit = 64
     /// Key → position in `elements`; built by the first removal.
     private var positions: KeyPositions?
 
@@ -38,7 +40,16 @@ struct KeySet {
     /// Removes `key`; returns false if it was not there.
     @discardableResult
     mutating func remove(_ key: Int64) -> Bool {
-        if positions == nil { positions = KeyPositions(elements) }
+        if positions == nil {
+            // A small set is searched: building the table costs more than a few scans.
+            if elements.count <= Self.scanLimit {
+                guard let i = elements.firstIndex(of: key) else { return false }
+                elements.swapAt(i, elements.count - 1)
+                elements.removeLast()
+                return true
+            }
+            positions = KeyPositions(elements)
+        }
         guard let i = positions!.remove(key) else { return false }
         let last = elements.removeLast()
         if i < elements.count {
