@@ -148,8 +148,9 @@ func runBookshelf() async throws {
     step(9, "The view context now lists \(remaining.count) books (count(for:) says \(count)):")
     for book in remaining { print("   \(BookSummary(book))") }
 
-    // 10. Close the store and open the file again in a new container: the saves are on disk.
-    for store in container.persistentStoreCoordinator.persistentStores { try (store as? FileStore)?.close() }
+    // 10. Remove the store (which closes its file) and open the file again in a new
+    //     container: the saves are on disk.
+    for store in container.persistentStoreCoordinator.persistentStores { try container.persistentStoreCoordinator.remove(store) }
     let reopened = NSPersistentContainer(name: "Bookshelf", managedObjectModel: model)
     reopened.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
     try await reopened.loadPersistentStores()
@@ -160,6 +161,7 @@ func runBookshelf() async throws {
         return try reader.fetch(request).map(\.title)
     }
     step(10, "Reopened \(storeURL.path): \(titles.count) books on disk — \(titles.joined(separator: ", ")).")
+    for store in reopened.persistentStoreCoordinator.persistentStores { try reopened.persistentStoreCoordinator.remove(store) }
     print("\nDone.")
 }
 

@@ -35,6 +35,19 @@ private actor ImmediateActor: NSModelActor {
         await modelContext.perform(schedule: .immediate) { order.append("immediate") }
     }
 
+    /// Inserts an object in an immediate block run inline; returns how many objects-did-change
+    /// notifications the context posted by the time the block returned.
+    func insertInline() async -> Int {
+        let posted = TestMutex(0)
+        let token = NotificationCenter.default.addObserver(
+            forName: .NSManagedObjectContextObjectsDidChange, object: modelContext, queue: nil
+        ) { _ in posted.withLock { $0 += 1 } }
+        defer { NotificationCenter.default.removeObserver(token) }
+        let context = modelContext
+        await context.perform(schedule: .immediate) { _ = Item(context: context) }
+        return posted.withLock { $0 }
+    }
+
     /// The same with the form that returns a value.
     func immediateValue(_ order: RunOrder) async -> Int {
         enqueue(modelContext) { order.append("enqueued earlier") }
@@ -79,6 +92,13 @@ private actor ImmediateActor: NSModelActor {
         enqueue(context) { order.append("enqueued earlier") }
         await context.perform(schedule: .immediate) { order.append("immediate") }
         #expect(order.values == ["enqueued earlier", "immediate"])
+    }
+
+    /// An immediate block run inline ends like a queued one: pending changes processed,
+    /// objects-did-change posted.
+    @Test(.timeLimit(.minutes(1))) func anInlineImmediateBlockProcessesPendingChanges() async throws {
+        let actor = ImmediateActor(container: try ActorFixtures.container())
+        #expect(await actor.insertInline() == 1)
     }
 
     // MARK: releasing contexts and stores never deadlocks

@@ -17,8 +17,9 @@ public enum NSManagedObjectContextConcurrencyType: UInt, Sendable {
 ///
 /// # Thread safety
 /// A context and its objects belong to the context's queue. `perform(_:)`,
-/// `performAndWait(_:)` and `perform(schedule:isolation:_:)` may be called from any thread; every
-/// other member must run on the queue — inside a perform block, or on the main actor for
+/// `performAndWait(_:)`, `perform(schedule:isolation:_:)`, `name`, `concurrencyType`,
+/// `persistentStoreCoordinator`, `didSaveObjectIDs()` and `description` may be used from
+/// any thread; every other member must run on the queue — inside a perform block, or on the main actor for
 /// a main-queue context. Off-queue use traps with a message naming the context, always in
 /// debug builds and in release builds when the environment variable
 /// `PERSISTENCEKIT_CONCURRENCY_DEBUG=1` is set.
@@ -296,6 +297,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         _ block: @escaping @Sendable () throws(E) -> T
     ) async throws(E) -> T {
         if schedule == .immediate && queue.isCurrent {
+            // Pending changes processed at the end, as after a queued block.
+            defer { processPendingChangesIfNeeded() }
             return try block()
         }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
@@ -321,6 +324,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     ) async {
         if schedule == .immediate && queue.isCurrent {
             block()
+            processPendingChangesIfNeeded()  // as after a queued block
             return
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

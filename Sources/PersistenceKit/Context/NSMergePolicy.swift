@@ -39,6 +39,7 @@ public final class NSMergePolicy: Sendable, Equatable, CustomStringConvertible {
     /// In-memory changes are discarded on conflict.
     public static let rollback = NSMergePolicy(merge: .rollbackMergePolicyType)
 
+    /// Whether both policies resolve conflicts the same way (the same merge type).
     public static func == (lhs: NSMergePolicy, rhs: NSMergePolicy) -> Bool { lhs.mergeType == rhs.mergeType }
 
     /// A readable summary for logs and messages.

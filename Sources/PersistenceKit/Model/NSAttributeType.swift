@@ -7,20 +7,35 @@ import Foundation
 /// `objectIDAttributeType` exist so that code naming them compiles; a model that uses them
 /// fails validation with ``NSManagedObjectModel/ModelError``.
 public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
+    /// No type; a model using it fails validation.
     case undefinedAttributeType = 0
+    /// A 16-bit integer (`Int16`).
     case integer16AttributeType = 100
+    /// A 32-bit integer (`Int32`).
     case integer32AttributeType = 200
+    /// A 64-bit integer (`Int64`, `Int`).
     case integer64AttributeType = 300
+    /// A `Decimal`.
     case decimalAttributeType = 400
+    /// A `Double`.
     case doubleAttributeType = 500
+    /// A `Float`.
     case floatAttributeType = 600
+    /// A `String`.
     case stringAttributeType = 700
+    /// A `Bool`.
     case booleanAttributeType = 800
+    /// A `Date`.
     case dateAttributeType = 900
+    /// Binary data (`Data`).
     case binaryDataAttributeType = 1000
+    /// A `UUID`.
     case UUIDAttributeType = 1100
+    /// A URI (`URL`), stored by its absolute string.
     case URIAttributeType = 1200
+    /// Core Data's transformable type: not supported (validation refuses it).
     case transformableAttributeType = 1800
+    /// Core Data's object ID type: not supported (validation refuses it).
     case objectIDAttributeType = 2000
 
     /// Whether PersistenceKit can store values of this type.

@@ -247,6 +247,8 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         }
     }
 
+    /// Identity: an entity description equals only itself (compare models with the
+    /// model's `==`, which compares their entities by content).
     public static func == (lhs: NSEntityDescription, rhs: NSEntityDescription) -> Bool { lhs === rhs }
     /// Hashes by identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }

@@ -371,6 +371,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
 
     // MARK: Identity
 
+    /// Identity: an object equals only itself (one object per ID per context).
     public static func == (lhs: NSManagedObject, rhs: NSManagedObject) -> Bool { lhs === rhs }
     /// Hashes by identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }

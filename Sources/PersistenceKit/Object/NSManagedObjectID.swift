@@ -63,6 +63,8 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         return URL(string: encoded) ?? URL(fileURLWithPath: "/invalid-object-id")
     }
 
+    /// Whether both IDs name the same object: the same entity and key (the same store row,
+    /// or the same temporary number), whichever ID objects carry them.
     public static func == (lhs: NSManagedObjectID, rhs: NSManagedObjectID) -> Bool {
         lhs === rhs || (lhs.hashCode == rhs.hashCode && lhs.objectKey == rhs.objectKey && lhs.entity === rhs.entity)
     }

@@ -114,11 +114,25 @@ public final class NSPersistentStoreCoordinator: Sendable {
             }
             list.append(store)
         }
+        (store as? FileStore)?.attachments.add(1, ordering: .relaxed)
     }
 
-    /// Removes a store. Objects from it become unreachable.
-    public func remove(_ store: any PersistentStore) {
-        stores.withLock { $0.removeAll { $0 === store } }
+    /// Removes a store. Objects from it become unreachable. A file store that no other
+    /// coordinator uses any more is closed, as Core Data closes a removed store's file: its
+    /// close record is written and its lock released, so the next open is a clean one.
+    /// (Otherwise a file store closes when the last reference to it goes, which a store held
+    /// by a global never does: remove it before a program exits.)
+    ///
+    /// - Throws: ``FileStoreError`` when closing the file fails; the store is removed, and
+    ///   its next open recovers as after a crash, losing nothing saved.
+    public func remove(_ store: any PersistentStore) throws {
+        let removed = stores.withLock { list -> Bool in
+            let before = list.count
+            list.removeAll { $0 === store }
+            return list.count < before
+        }
+        guard removed, let file = store as? FileStore else { return }
+        if file.attachments.subtract(1, ordering: .relaxed).newValue == 0 { try file.close() }
     }
 
     /// The store with the given identifier, if added.

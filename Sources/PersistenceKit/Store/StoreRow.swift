@@ -75,6 +75,8 @@ public struct StoreFilter: Sendable, Hashable {
     public struct Condition: Sendable, Hashable {
         /// The comparison.
         public enum Operator: Sendable, Hashable {
+            /// `==`, `!=`, `<`, `<=`, `>`, `>=` (value compared with the constant, as
+            /// ``StoreValue/compare(_:_:)`` orders them).
             case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
 
             /// Whether a value that compares to the constant as `c` passes this comparison.

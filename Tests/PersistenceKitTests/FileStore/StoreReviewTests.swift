@@ -188,4 +188,29 @@ final class RVItem: NSManagedObject {
         let keys = try Self.withStore(folder.storeURL) { c in try c.fetch(RVItem.fetchRequest()).map(\.key).sorted() }
         #expect(keys == [1, 2, 3])
     }
+
+    /// Removing a file store from the last coordinator that has it closes it: the close
+    /// record is written and `-lock` goes, so the next open is a clean one (a store held by
+    /// a global is never freed, so a program that exits without this left `-lock` behind
+    /// and the next open recovered as after a crash).
+    @Test func removingAStoreFromItsLastCoordinatorClosesIt() throws {
+        let folder = try TemporaryFolder()
+        let model = try Self.model()
+        let first = try FSSupport.container(at: folder.storeURL, model: model)
+        let second = try FSSupport.container(at: folder.storeURL, model: model)
+        let store = try #require(FSSupport.fileStores(first).first)
+        let context = first.newBackgroundContext()
+        try context.performAndWait {
+            RVItem(context: context).key = 7
+            try context.save()
+        }
+        let lock = folder.storeURL.path + "-lock"
+        try first.persistentStoreCoordinator.remove(store)
+        #expect(first.persistentStoreCoordinator.persistentStores.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: lock), "the other coordinator still uses the store")
+        try second.persistentStoreCoordinator.remove(store)
+        #expect(!FileManager.default.fileExists(atPath: lock))
+        let keys = try Self.withStore(folder.storeURL) { c in try c.fetch(RVItem.fetchRequest()).map(\.key) }
+        #expect(keys == [7])
+    }
 }

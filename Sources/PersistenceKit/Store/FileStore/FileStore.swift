@@ -74,6 +74,8 @@ public final class FileStore: PersistentStore {
     /// The store file's path.
     public let path: String
     let options: Options
+    /// The coordinators this store is added to (see `NSPersistentStoreCoordinator.remove`).
+    let attachments = Atomic<Int>(0)
     let model: NSManagedObjectModel
     /// Attribute columns with an index, per entity.
     let indexedColumns: [Int32: [Int]]

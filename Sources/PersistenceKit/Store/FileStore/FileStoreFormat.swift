@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```
 /// header   64 bytes: "PKSTORE\0", format version u32, header size u32, store UUID (16),
-///                    model version hash (16), 12 reserved, CRC-32 of bytes 0..<60
+///                    model layout hash (16), 12 reserved, CRC-32 of bytes 0..<60
 /// record*  "PKRC" u32, kind u8, 3 reserved, payload length u32, sequence u64, payload,
 ///          checksum of everything before it in the record (version 2: `RecordChecksum`;
 ///          version 1: CRC-32)
