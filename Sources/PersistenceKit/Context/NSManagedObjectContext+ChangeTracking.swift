@@ -190,7 +190,7 @@ extension NSManagedObjectContext {
     private func applyDeleteRules(to object: NSManagedObject) {
         // A deletion merged from elsewhere may have invalidated it meanwhile.
         guard !object.flags.contains(.invalidated), object.flags.contains(.deleted) else { return }
-        object.prepareForDeletion()
+        if deleteRulesRerun.remove(ObjectIdentifier(object)) == nil { object.prepareForDeletion() }
         for case let r as NSRelationshipDescription in object.entity.properties {
             guard let inverse = r.inverseRelationship else { continue }
             let targets: [NSManagedObject] =

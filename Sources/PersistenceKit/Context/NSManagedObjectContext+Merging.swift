@@ -111,6 +111,13 @@ extension NSManagedObjectContext {
             } else {
                 rebase(o, onto: row)
             }
+            // Deleted here, changed there: the merged row may link objects the delete rules
+            // never saw, so they run again (without a second `prepareForDeletion()`). (Found
+            // in review: the save then deleted the row and left the new links dangling.)
+            if o.flags.contains(.deleted) {
+                deleteRulesRerun.insert(ObjectIdentifier(o))
+                pendingDeletes.append(o)
+            }
             refreshed.insert(o)
         }
         for id in changes.deleted {
@@ -187,8 +194,15 @@ extension NSManagedObjectContext {
             case let .unresolvedToOne(row?): object(forRow: row, entity: destination)
             default: nil
             }
-        let winner = o.resolvedToOne(at: i)
-        if let loser, loser !== winner, !loser.flags.contains(.invalidated) {
+        var winner = o.resolvedToOne(at: i)
+        if let w = winner, isGoneFromStore(w) || (w.flags.contains(.deleted) && !o.flags.contains(.deleted)) {
+            // The chosen target's row was deleted elsewhere (an unfired fault here): the
+            // link cannot be kept, and firing the fault would trap.
+            o.primitiveSetToOne(nil, at: i)
+            winner = nil
+        }
+        if let loser, loser !== winner, !loser.flags.contains(.invalidated), !isGoneFromStore(loser) {
+            bringUpToDate(loser)  // a stale loaded loser may not list `o` yet, though its row does
             loser.unlink(o, at: inverse.index)
         }
         if let winner, !winner.flags.contains(.invalidated) {
@@ -197,6 +211,22 @@ extension NSManagedObjectContext {
                 inverse.isToMany ? winner.resolvedToMany(at: inverse.index).contains(o) : winner.resolvedToOne(at: inverse.index) === o
             if !listed { winner.link(o, at: inverse.index) }
         }
+    }
+
+    /// Whether `t` is a fault (or a stale object) whose row no longer exists in the store.
+    func isGoneFromStore(_ t: NSManagedObject) -> Bool {
+        if t.flags.contains(.inserted) || t.flags.contains(.invalidated) { return false }
+        guard t.flags.contains(.fault), t.rowID != nil else { return false }
+        return rowForFault(t) == nil
+    }
+
+    /// Moves a loaded, unchanged-or-changed object onto its newest store row when the row
+    /// is newer than its snapshot (keeping its own changes on top).
+    func bringUpToDate(_ t: NSManagedObject) {
+        guard t.flags.isDisjoint(with: [.fault, .inserted, .deleted, .invalidated]), let snapshot = t.snapshot,
+            let row = rowForFault(t), row.version > snapshot.version
+        else { return }
+        rebase(t, onto: row)
     }
 
     /// After a conflict resolution replaced all of `o`'s relationships with one side's,
@@ -221,11 +251,15 @@ extension NSManagedObjectContext {
                 default: []
                 }
             let kept = o.resolvedToMany(at: i)
-            for t in lost where !kept.contains(t) && !t.flags.contains(.invalidated) {
+            for t in lost where !kept.contains(t) && !t.flags.contains(.invalidated) && !isGoneFromStore(t) {
                 t.prepareForAccess("updating the inverse '\(inverse.name)'")  // loads a fault
+                bringUpToDate(t)
                 t.unlink(o, at: inverse.index)
             }
-            for t in kept where !t.flags.contains(.invalidated) {
+            // Targets whose row is gone, or that this save deletes, are not kept: the store's
+            // version (rollback) may still list an object deleted here (found in review).
+            for t in kept where isGoneFromStore(t) || t.flags.contains(.deleted) { o.primitiveRemove(t, toManyAt: i) }
+            for t in o.resolvedToMany(at: i) where !t.flags.contains(.invalidated) {
                 t.prepareForAccess("updating the inverse '\(inverse.name)'")
                 let listed = inverse.isToMany ? t.resolvedToMany(at: inverse.index).contains(o) : t.resolvedToOne(at: inverse.index) === o
                 if !listed { t.link(o, at: inverse.index) }

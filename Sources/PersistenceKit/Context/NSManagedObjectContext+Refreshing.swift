@@ -108,6 +108,7 @@ extension NSManagedObjectContext {
         updatedSet = []
         deletedSet = []
         pendingDeletes = []
+        deleteRulesRerun = []
         clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInvalidatedObjectsKey] = inserted }
@@ -130,6 +131,7 @@ extension NSManagedObjectContext {
         updatedSet = []
         deletedSet = []
         pendingDeletes = []
+        deleteRulesRerun = []
         clearUnprocessed()
         post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSInvalidatedAllObjectsKey: ids])
     }

@@ -212,6 +212,29 @@ extension NSManagedObjectContext {
         }
         for (c, o) in objects {
             guard let current = c.current, let ancestor = o.snapshot else { continue }
+            // A deletion stands whatever the policy (unless the store wins everything): the
+            // targets the store links to the row let go of it, and nothing links back.
+            if o.flags.contains(.deleted) && policy != .rollbackMergePolicyType {
+                let theirs = o.decode(current)
+                o.snapshot = StoreRow(id: ancestor.id, version: current.version, values: ancestor.values)
+                for case let r as NSRelationshipDescription in o.entity.properties {
+                    guard let inverse = r.inverseRelationship, let destination = r.destinationEntity else { continue }
+                    let targets: [NSManagedObject] =
+                        switch theirs[r.index] {
+                        case let .toOne(t?): [t]
+                        case let .unresolvedToOne(row?): [object(forRow: row, entity: destination)]
+                        case let .toMany(set): Array(set)
+                        case let .unresolvedToMany(rows): rows.map { object(forRow: $0, entity: destination) }
+                        default: []
+                        }
+                    for t in targets where !t.flags.contains(.invalidated) && !isGoneFromStore(t) {
+                        t.prepareForAccess("updating the inverse '\(inverse.name)'")
+                        bringUpToDate(t)
+                        t.unlink(o, at: inverse.index)
+                    }
+                }
+                continue
+            }
             switch policy {
             case .errorMergePolicyType:
                 break

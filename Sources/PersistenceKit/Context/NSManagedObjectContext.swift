@@ -65,6 +65,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var deletedSet: Set<NSManagedObject> = []
     /// Deletions whose delete rules have not been applied yet.
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
+    /// Pending deletions whose delete rules run again because a merge changed their links;
+    /// `prepareForDeletion()` already ran for them.
+    @exclusivity(unchecked) var deleteRulesRerun: Set<ObjectIdentifier> = []
     /// Changes not yet announced by an objects-did-change notification.
     @exclusivity(unchecked) var unprocessed = PendingChanges()
     /// The inserted-objects set the last objects-did-change announced, when it held every

@@ -167,6 +167,11 @@ extension NSManagedObject {
     /// Removes `source` from this object's relationship `j`.
     func unlink(_ source: NSManagedObject, at j: Int) {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
+        // A target loaded before another context linked `source` to it does not list
+        // `source`, though its row does: bring it up to date first, or the removal is lost
+        // and the store keeps a link that the other end denies.
+        let listed = relationship(at: j).isToMany ? resolvedToMany(at: j).contains(source) : resolvedToOne(at: j) === source
+        if !listed { managedObjectContext?.bringUpToDate(self) }
         if relationship(at: j).isToMany {
             if resolvedToMany(at: j).contains(source) { primitiveRemove(source, toManyAt: j) }
         } else if resolvedToOne(at: j) === source {

@@ -1,0 +1,371 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import PersistenceKit
+
+// Two coordinators on one file store, conflicts under every merge policy, and merges into
+// objects deleted here: the stored object graph must stay whole (every reference names a
+// row, and its inverse lists the source back). Each test failed before its fix.
+
+/// Store-level check of the object graph: every reference names an existing row, and the
+/// inverse of every reference lists the source back. Returns problems as strings.
+func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] {
+    let coordinator = container.persistentStoreCoordinator
+    let store = try coordinator.primaryStore(for: "check")
+    let model = coordinator.managedObjectModel
+    var rows: [StoreRowID: StoreRow] = [:]
+    for e in model.entities {
+        for r in try store.fetchRows(entity: Int32(e.index), filter: nil) { rows[r.id] = r }
+    }
+    func refs(_ v: StoreValue) -> [StoreRowID] {
+        switch v {
+        case let .reference(r): [r]
+        case let .references(rs): rs
+        default: []
+        }
+    }
+    var problems: [String] = []
+    for (id, row) in rows {
+        guard let e = model.entity(at: id.entity) else { continue }
+        for case let rel as NSRelationshipDescription in e.properties {
+            guard let inv = rel.inverseRelationship else { continue }
+            for t in refs(row.value(at: rel.index)) {
+                guard let target = rows[t] else {
+                    problems.append("\(e.name)#\(id.primaryKey).\(rel.name) -> missing \(t)")
+                    continue
+                }
+                if !refs(target.value(at: inv.index)).contains(id) {
+                    problems.append("\(e.name)#\(id.primaryKey).\(rel.name) -> \(t), whose \(inv.name) does not list it back")
+                }
+            }
+        }
+    }
+    return problems.sorted()
+}
+
+@Suite(.serialized) struct ConflictGraphTests {
+    /// A deletes a book (nullify); B, on another coordinator, meanwhile adds an author to the
+    /// same book and saves. A saves with a merge policy: the delete wins over the book's row,
+    /// so the author must not keep listing a deleted book.
+    @Test(arguments: ["objectTrump", "storeTrump", "overwrite"])
+    func deleteConflictWithAddedManyToManyLink(policy: String) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let bookID = try seed.performAndWait {
+            let b = Book(context: seed)
+            b.title = "X"
+            try seed.save()
+            return b.objectID
+        }
+        let a = c1.newBackgroundContext()
+        let b = c2.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = switch policy {
+            case "objectTrump": NSMergeByPropertyObjectTrumpMergePolicy
+            case "storeTrump": NSMergeByPropertyStoreTrumpMergePolicy
+            default: NSOverwriteMergePolicy
+            }
+            let book = a.object(with: bookID) as! Book
+            _ = book.title
+            a.delete(book)
+            a.processPendingChanges()
+        }
+        try b.performAndWait {
+            let book = b.object(with: bookID) as! Book
+            let z = Author(context: b)
+            z.name = "Z"
+            book.$authors.insert(z)
+            try b.save()
+        }
+        try a.performAndWait { try a.save() }
+        let fresh = c1.newBackgroundContext()
+        let (books, authorBooks) = try fresh.performAndWait {
+            (try fresh.count(for: Book.fetchRequest()), try fresh.fetch(Author.fetchRequest()).map { $0.$books.count })
+        }
+        #expect(books == 0)
+        #expect(authorBooks == [0])
+        #expect(try storedGraphProblems(c1) == [])
+    }
+
+    /// A has shelves s1, s2, s3 and the book (in s1) loaded. B moves the book to s2 and
+    /// saves. A moves it to s3 and saves with object trump (A's value wins): s2 must no
+    /// longer list the book.
+    @Test(arguments: ["objectTrump", "merge", "remoteOrdered"])
+    func toOneMoveAgainstLoadedStaleShelf(mode: String) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let seed = c1.newBackgroundContext()
+        let (bookID, s1, s2, s3) = try seed.performAndWait {
+            let shelves = ["s1", "s2", "s3"].map { n in
+                let s = Shelf(context: seed)
+                s.name = n
+                return s
+            }
+            let b = Book(context: seed)
+            b.title = "B"
+            b.shelf = shelves[0]
+            try seed.save()
+            return (b.objectID, shelves[0].objectID, shelves[1].objectID, shelves[2].objectID)
+        }
+        let a = c1.newBackgroundContext()
+        let b = c1.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = NSMergeByPropertyObjectTrumpMergePolicy
+            for id in [s1, s2, s3] { _ = (a.object(with: id) as! Shelf).books.count }
+            _ = (a.object(with: bookID) as! Book).shelf
+        }
+        let saved = TestMutex<Notification?>(nil)
+        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: b, queue: nil) { n in
+            saved.withLock { $0 = n }
+        }
+        try b.performAndWait {
+            (b.object(with: bookID) as! Book).shelf = (b.object(with: s2) as! Shelf)
+            try b.save()
+        }
+        NotificationCenter.default.removeObserver(token)
+        a.performAndWait {
+            (a.object(with: bookID) as! Book).shelf = (a.object(with: s3) as! Shelf)
+            if mode == "merge" { a.mergeChanges(fromContextDidSave: saved.withLock { $0 }!) }
+        }
+        if mode == "remoteOrdered" {
+            NSManagedObjectContext.mergeChanges(fromRemoteContextSave: [NSUpdatedObjectIDsKey: [bookID, s1, s2] as [Any]], into: [a])
+        }
+        try a.performAndWait {
+            try a.save()
+        }
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let lists = try fresh.performAndWait {
+            try fresh.fetch(Shelf.fetchRequest()).map { "\($0.name):\($0.books.count)" }.sorted()
+        }
+        #expect(lists == ["s1:0", "s2:0", "s3:1"])
+    }
+}
+
+
+
+@Suite(.serialized) struct ConflictStaleFaultTests {
+    /// Book B has cover C. Context `mine` loads B (C stays an unfired fault). Another context,
+    /// on a second coordinator of the same store, deletes C and saves (B.cover becomes nil).
+    /// `mine` retitles B and saves with a merge policy: the save must not trap on C.
+    @Test(arguments: [1, 2, 3, 4])
+    func conflictResolutionTouchesDeletedFault(policyIndex: Int) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, coverID) = try seed.performAndWait {
+            let b = Book(context: seed)
+            b.title = "B"
+            let c = Cover(context: seed)
+            c.book = b
+            try seed.save()
+            return (b.objectID, c.objectID)
+        }
+        let mine = c1.newBackgroundContext()
+        let other = c2.newBackgroundContext()
+        mine.performAndWait {
+            mine.mergePolicy = policyNumbered(policyIndex)
+            _ = (mine.object(with: bookID) as! Book).cover  // C: an unfired fault
+        }
+        try other.performAndWait {
+            other.delete(other.object(with: coverID))
+            try other.save()
+        }
+        let outcome: String = mine.performAndWait {
+            (mine.object(with: bookID) as! Book).title = "B2"
+            do { try mine.save(); return "saved" } catch { return "threw \(error)" }
+        }
+        print("policy \(policyIndex): \(outcome)")
+        #expect(try storedGraphProblems(c1) == [])
+    }
+}
+
+
+@Suite(.serialized) struct ConflictStaleInverseTests {
+    /// Context A loaded shelf s1 while it was empty. B (another coordinator on the same file
+    /// store) puts a new book in s1 and saves. A fetches the book (shelf s1) and moves it to
+    /// s2, then saves with the default error policy. The store must not end up with s1
+    /// listing a book whose shelf is s2 (either A's save fixes s1, or it reports a conflict).
+    @Test func movingABookOutOfAStaleShelfLeavesItListed() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (s1, s2) = try seed.performAndWait {
+            let a = Shelf(context: seed)
+            a.name = "s1"
+            let b = Shelf(context: seed)
+            b.name = "s2"
+            try seed.save()
+            return (a.objectID, b.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait { _ = (a.object(with: s1) as! Shelf).books }  // s1 loaded: no books
+        let b = c2.newBackgroundContext()
+        let bookURI = try b.performAndWait {
+            let book = Book(context: b)
+            book.title = "new"
+            book.shelf = (b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: s1.uriRepresentation())!) as! Shelf)
+            try b.save()
+            return book.objectID.uriRepresentation()
+        }
+        let outcome: String = a.performAndWait {
+            let book = try! a.existingObject(with: c1.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookURI)!) as! Book
+            #expect(book.shelf?.objectID == s1)
+            book.shelf = (a.object(with: s2) as! Shelf)
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        print("outcome: \(outcome)")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let lists = try fresh.performAndWait {
+            try fresh.fetch(Shelf.fetchRequest()).map { "\($0.name):\($0.books.map(\.title).sorted())" }.sorted()
+        }
+        #expect(lists == ["s1:[]", "s2:[\"new\"]"] || lists == ["s1:[\"new\"]", "s2:[]"])
+    }
+}
+
+
+@Suite(.serialized) struct ConflictDeleteTests {
+    /// Book p is in s1. A deletes p (nullify). B, on another coordinator, moves p to s2 and
+    /// saves. A saves with a merge policy that keeps its deletion: no shelf may list p.
+    @Test(arguments: [1, 2, 3])
+    func deleteConflictWithMovedToOne(policyIndex: Int) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, s2) = try seed.performAndWait {
+            let a = Shelf(context: seed)
+            a.name = "s1"
+            let b = Shelf(context: seed)
+            b.name = "s2"
+            let p = Book(context: seed)
+            p.title = "p"
+            p.shelf = a
+            try seed.save()
+            return (p.objectID, b.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = policyNumbered(policyIndex)
+            a.delete(a.object(with: bookID))
+            a.processPendingChanges()
+        }
+        let b = c2.newBackgroundContext()
+        try b.performAndWait {
+            (b.object(with: bookID) as! Book).shelf = (b.object(with: s2) as! Shelf)
+            try b.save()
+        }
+        let outcome: String = a.performAndWait {
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        print("policy \(policyIndex) outcome: \(outcome)")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (books, listed) = try fresh.performAndWait {
+            (try fresh.count(for: Book.fetchRequest()), try fresh.fetch(Shelf.fetchRequest()).map { $0.$books.count }.reduce(0, +))
+        }
+        #expect(books == 0)
+        #expect(listed == 0)
+    }
+}
+
+
+@Suite(.serialized) struct ConflictPendingDeleteTests {
+    /// A deletes shelf S (cascade to its books; it has none yet). B, on another coordinator,
+    /// puts a new book in S and saves. A merges B's save (by object IDs), then saves: the
+    /// store must not keep a book whose shelf row is gone.
+    @Test func mergeIntoPendingDeletionThenSave() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let shelfID = try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S"
+            try seed.save()
+            return s.objectID
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            a.delete(a.object(with: shelfID))
+            a.processPendingChanges()
+        }
+        let b = c2.newBackgroundContext()
+        let (inserted, updated) = try b.performAndWait {
+            let book = Book(context: b)
+            book.title = "late"
+            let shelf = b.object(with: shelfID) as! Shelf
+            book.shelf = shelf
+            try b.save()
+            return ([book.objectID], [shelf.objectID])
+        }
+        NSManagedObjectContext.mergeChanges(
+            fromRemoteContextSave: [NSInsertedObjectIDsKey: inserted, NSUpdatedObjectIDsKey: updated], into: [a])
+        let outcome: String = a.performAndWait {
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        print("outcome: \(outcome)")
+        #expect(try storedGraphProblems(c1) == [])
+    }
+
+    /// A deletes book b2 of shelf S (nullify: S loses it). B renames S and saves. A saves with
+    /// NSRollbackMergePolicy: S's conflict is resolved with the store's values, but b2's
+    /// deletion (not in conflict) is saved: S must not list the deleted b2.
+    @Test func rollbackPolicyKeepsDeletedBookListed() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (shelfID, b2) = try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S"
+            let x = Book(context: seed)
+            x.title = "b1"
+            x.shelf = s
+            let y = Book(context: seed)
+            y.title = "b2"
+            y.shelf = s
+            try seed.save()
+            return (s.objectID, y.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = NSRollbackMergePolicy
+            a.delete(a.object(with: b2))
+            a.processPendingChanges()
+        }
+        let b = c2.newBackgroundContext()
+        try b.performAndWait {
+            (b.object(with: shelfID) as! Shelf).name = "renamed"
+            try b.save()
+        }
+        let outcome: String = a.performAndWait {
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        print("outcome: \(outcome)")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (count, listed) = try fresh.performAndWait {
+            (try fresh.count(for: Book.fetchRequest()), (try fresh.existingObject(with: shelfID) as! Shelf).$books.count)
+        }
+        #expect(count == 1)
+        #expect(listed == 1)
+    }
+}
+
+/// The merge policies by number: error, object trump, store trump, overwrite, rollback.
+func policyNumbered(_ i: Int) -> NSMergePolicy {
+    [NSErrorMergePolicy, NSMergeByPropertyObjectTrumpMergePolicy, NSMergeByPropertyStoreTrumpMergePolicy, NSOverwriteMergePolicy, NSRollbackMergePolicy][i]
+}
