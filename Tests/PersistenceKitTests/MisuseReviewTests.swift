@@ -17,15 +17,6 @@ enum MRSupport {
         n.isOptional = true
         return NSEntityDescription(name: name, properties: [n])
     }
-
-    static func inMemory(_ model: NSManagedObjectModel, name: String = #function) throws -> NSPersistentContainer {
-        let container = NSPersistentContainer(name: name, managedObjectModel: model)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let box = ErrorBox()
-        container.loadPersistentStores { _, error in box.set(error) }
-        if let error = box.get() { throw error }
-        return container
-    }
 }
 
 @Suite struct MisuseReviewTests {
@@ -38,7 +29,7 @@ enum MRSupport {
     @Test func anEntityInUseCannotJoinASecondModel() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let item = MRSupport.itemEntity("M")
-            let first = try MRSupport.inMemory(NSManagedObjectModel(entities: [item]), name: "first")
+            let first = try OTSupport.container(model: NSManagedObjectModel(entities: [item]), name: "first")
             let context = first.newBackgroundContext()
             try context.performAndWait {
                 NSEntityDescription.insertNewObject(forEntityName: "M", into: context).setValue("saved", forKey: "name")
@@ -76,8 +67,8 @@ enum MRSupport {
     @Test func insertingAnObjectWithAnotherCoordinatorsIDTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let model = try Fixtures.model()  // one model shared by two containers
-            let x = try MRSupport.inMemory(model, name: "X")
-            let y = try MRSupport.inMemory(model, name: "Y")
+            let x = try OTSupport.container(model: model, name: "X")
+            let y = try OTSupport.container(model: model, name: "Y")
             let yContext = y.newBackgroundContext()
             try yContext.performAndWait {
                 Book(context: yContext).title = "precious"
@@ -110,8 +101,8 @@ enum MRSupport {
     @Test func replacingTheCoordinatorOfAContextInUseTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let model = try Fixtures.model()
-            let a = try MRSupport.inMemory(model, name: "A")
-            let b = try MRSupport.inMemory(model, name: "B")
+            let a = try OTSupport.container(model: model, name: "A")
+            let b = try OTSupport.container(model: model, name: "B")
             let context = a.newBackgroundContext()
             try context.performAndWait {
                 Book(context: context).title = "in A"

@@ -115,19 +115,10 @@ private final class ChangeLog: Sendable {
 }
 
 @Suite struct SaveHooksTests {
-    static func container(_ classes: [NSManagedObject.Type], name: String = #function) throws -> NSPersistentContainer {
-        let container = NSPersistentContainer(name: name, managedObjectModel: try NSManagedObjectModel(managedObjectClasses: classes))
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let box = ErrorBox()
-        container.loadPersistentStores { _, error in box.set(error) }
-        if let error = box.get() { throw error }
-        return container
-    }
-
     // MARK: willSave
 
     @Test func objectChangedByAnotherObjectsWillSaveGetsWillSave() throws {
-        let container = try Self.container([SHItem.self, SHOwner.self])
+        let container = try OTSupport.container([SHItem.self, SHOwner.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let owner = SHOwner(context: context)
@@ -144,7 +135,7 @@ private final class ChangeLog: Sendable {
     }
 
     @Test func objectInsertedByAWillSaveHookGetsWillSaveAndIsSaved() throws {
-        let container = try Self.container([SHItem.self, SHOwner.self])
+        let container = try OTSupport.container([SHItem.self, SHOwner.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let owner = SHOwner(context: context)
@@ -158,7 +149,7 @@ private final class ChangeLog: Sendable {
     }
 
     @Test func objectInsertedByAWillSaveObserverGetsWillSave() throws {
-        let container = try Self.container([SHItem.self, SHOwner.self])
+        let container = try OTSupport.container([SHItem.self, SHOwner.self])
         let context = container.newBackgroundContext()
         let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextWillSave, object: context, queue: nil) { _ in
             SHItem(context: context).name = "extra"
@@ -176,7 +167,7 @@ private final class ChangeLog: Sendable {
     /// Apple: when willSave changes the object through its accessors, Core Data calls
     /// willSave again before saving.
     @Test func willSaveRunsAgainOnAnUpdatedObjectThatChangedItself() throws {
-        let container = try Self.container([SHVersioned.self])
+        let container = try OTSupport.container([SHVersioned.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let o = SHVersioned(context: context)
@@ -190,7 +181,7 @@ private final class ChangeLog: Sendable {
     }
 
     @Test func willSaveThatNeverSettlesIsATypedErrorAndSavesNothing() throws {
-        let container = try Self.container([SHItem.self, SHOwner.self])
+        let container = try OTSupport.container([SHItem.self, SHOwner.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let owner = SHOwner(context: context)
@@ -210,7 +201,7 @@ private final class ChangeLog: Sendable {
 
     /// Apple: changes made in didSave dirty the context and leave it with unsaved changes.
     @Test func changeMadeInDidSaveIsAnnouncedAndSavedNextTime() throws {
-        let container = try Self.container([SHVersioned.self])
+        let container = try OTSupport.container([SHVersioned.self])
         let context = container.newBackgroundContext()
         let log = ChangeLog(context)
         try context.performAndWait {
@@ -228,7 +219,7 @@ private final class ChangeLog: Sendable {
     }
 
     @Test func insertMadeInDidSaveIsAnnouncedAndSavedNextTime() throws {
-        let container = try Self.container([SHVersioned.self])
+        let container = try OTSupport.container([SHVersioned.self])
         let context = container.newBackgroundContext()
         let log = ChangeLog(context)
         try context.performAndWait {
@@ -247,7 +238,7 @@ private final class ChangeLog: Sendable {
     /// Apple: awakeFromInsert is invoked only once in the object's lifetime, so an object
     /// deleted before a save (which detaches it) and inserted again does not get it again.
     @Test func awakeFromInsertRunsOnceInAnObjectsLife() throws {
-        let container = try Self.container([SHAwake.self])
+        let container = try OTSupport.container([SHAwake.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let o = SHAwake(context: context)

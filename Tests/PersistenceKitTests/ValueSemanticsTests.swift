@@ -7,20 +7,11 @@ import TestSupport
 /// merging, sorting and the stores must treat them exactly. Each test failed before its fix.
 /// (PEItem is from PredicateEdgeTests.)
 @Suite struct ValueSemanticsTests {
-    private static func container() throws -> NSPersistentContainer {
-        let model = try NSManagedObjectModel(managedObjectClasses: [PEItem.self])
-        let container = NSPersistentContainer(name: "ValueSemantics", managedObjectModel: model)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let box = ErrorBox()
-        container.loadPersistentStores { _, error in box.set(error) }
-        if let e = box.get() { throw e }
-        return container
-    }
 
     /// A merge keeps this context's unsaved edits, but an attribute holding NaN that this
     /// context never touched counts as an edit (NaN != NaN), so the saved value is dropped.
     @Test func mergeReplacesAnUntouchedNaNAttribute() throws {
-        let container = try Self.container()
+        let container = try OTSupport.container([PEItem.self])
         let writer = container.newBackgroundContext()
         let reader = container.newBackgroundContext()
         let id = try writer.performAndWait {
@@ -55,7 +46,7 @@ import TestSupport
 
     /// `changedValues()` / `hasPersistentChangedValues` report an untouched NaN attribute.
     @Test func untouchedNaNAttributeIsNotAChangedValue() throws {
-        let container = try Self.container()
+        let container = try OTSupport.container([PEItem.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let item = PEItem(context: context)
@@ -69,7 +60,7 @@ import TestSupport
     /// With NSMergeByPropertyObjectTrumpMergePolicy only the properties this context changed
     /// win; an untouched NaN attribute overwrites the other context's saved value.
     @Test func objectTrumpKeepsTheOtherSavesChangeToAnUntouchedNaNAttribute() throws {
-        let container = try Self.container()
+        let container = try OTSupport.container([PEItem.self])
         let a = container.newBackgroundContext()
         let b = container.newBackgroundContext()
         let id = try a.performAndWait {
