@@ -170,13 +170,13 @@ extension NSManagedObject {
         // A target loaded before another context linked `source` to it does not list
         // `source`, though its row does: bring it up to date first, or the removal is lost
         // and the store keeps a link that the other end denies.
-        let listed = relationship(at: j).isToMany ? resolvedToMany(at: j).contains(source) : resolvedToOne(at: j) === source
-        if !listed { managedObjectContext?.bringUpToDate(self) }
-        if relationship(at: j).isToMany {
-            if resolvedToMany(at: j).contains(source) { primitiveRemove(source, toManyAt: j) }
-        } else if resolvedToOne(at: j) === source {
-            primitiveSetToOne(nil, at: j)
+        let isToMany = relationship(at: j).isToMany
+        func lists() -> Bool { isToMany ? resolvedToMany(at: j).contains(source) : resolvedToOne(at: j) === source }
+        if !lists() {
+            managedObjectContext?.bringUpToDate(self)
+            guard lists() else { return }
         }
+        if isToMany { primitiveRemove(source, toManyAt: j) } else { primitiveSetToOne(nil, at: j) }
     }
 
     private func inverseIndex(of r: NSRelationshipDescription) -> Int {
