@@ -207,17 +207,24 @@ extension NSManagedObjectContext {
         }
         if let winner, !winner.flags.contains(.invalidated) {
             winner.prepareForAccess("updating the inverse '\(inverse.name)'")  // loads a fault
+            // A stale loaded winner may list `o` while its row no longer does: checked against
+            // its newest row, or the link is not written (found by a randomized run).
+            bringUpToDate(winner)
             let listed =
                 inverse.isToMany ? winner.resolvedToMany(at: inverse.index).contains(o) : winner.resolvedToOne(at: inverse.index) === o
             if !listed { winner.link(o, at: inverse.index) }
         }
     }
 
-    /// Whether `t` is a fault (or a stale object) whose row no longer exists in the store.
+    /// Whether `t`'s row no longer exists in the store (deleted by another context or
+    /// coordinator whose save this context has not merged).
+    /// Loaded objects count too: one loaded before another coordinator deleted its row and
+    /// kept in a to-many this save writes would leave the store listing a missing row
+    /// (found by a randomized run, under the overwrite policy).
     func isGoneFromStore(_ t: NSManagedObject) -> Bool {
         if t.flags.contains(.inserted) || t.flags.contains(.invalidated) { return false }
-        guard t.flags.contains(.fault), t.rowID != nil else { return false }
-        return rowForFault(t) == nil
+        guard let row = t.rowID, let store = try? coordinator.primaryStore(for: "checking a row") else { return false }
+        return (try? store.containsRow(row)) == false
     }
 
     /// Moves a loaded, unchanged-or-changed object onto its newest store row when the row
@@ -261,6 +268,7 @@ extension NSManagedObjectContext {
             for t in kept where isGoneFromStore(t) || t.flags.contains(.deleted) { o.primitiveRemove(t, toManyAt: i) }
             for t in o.resolvedToMany(at: i) where !t.flags.contains(.invalidated) {
                 t.prepareForAccess("updating the inverse '\(inverse.name)'")
+                bringUpToDate(t)  // as for a to-one winner above
                 let listed = inverse.isToMany ? t.resolvedToMany(at: inverse.index).contains(o) : t.resolvedToOne(at: inverse.index) === o
                 if !listed { t.link(o, at: inverse.index) }
             }
