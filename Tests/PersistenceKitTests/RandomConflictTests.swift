@@ -9,17 +9,6 @@ import Testing
 // stored graph must be whole, and every context that merged everything must agree with a
 // fresh one. Seeds 1–40 run here; set PK_CONFLICT_VERBOSE to print the steps.
 
-struct ConflictRNG: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// One recorded save: which context saved, and its IDs.
 struct RecordedSave: Sendable {
     var origin: Int
@@ -72,7 +61,7 @@ func describeForCheck(_ o: NSManagedObject) -> String {
 }
 
 func runRandomConflicts(seed: UInt64, steps: Int, contextsCount: Int, coordinators: Int) throws -> [String] {
-    var rng = ConflictRNG(state: seed)
+    var rng = FSRandom(seed: seed)
     let folder = try TemporaryFolder("conflict\(seed)")
     let model = try Fixtures.model()
     let containers = try (0..<coordinators).map { try FSSupport.container(at: folder.storeURL, model: model, name: "c\($0)") }
@@ -99,7 +88,7 @@ func runRandomConflicts(seed: UInt64, steps: Int, contextsCount: Int, coordinato
     let verbose = ProcessInfo.processInfo.environment["PK_CONFLICT_VERBOSE"] != nil
     var firstBad: String?
 
-    func merge(_ i: Int, upTo end: Int, shuffleOrder: Bool, r: inout ConflictRNG) {
+    func merge(_ i: Int, upTo end: Int, shuffleOrder: Bool, r: inout FSRandom) {
         let ctx = contexts[i]
         while cursor[i] < end {
             let s = saves.withLock { $0[cursor[i]] }
