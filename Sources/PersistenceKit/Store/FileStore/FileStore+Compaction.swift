@@ -83,8 +83,8 @@ extension FileStore {
             s.closed = true
             s.file?.close()
             s.file = nil
-            s.lockFile?.close()
-            s.lockFile = nil
+            s.lock?.release()
+            s.lock = nil
         }
         let file: any StoreFile
         do {
@@ -101,7 +101,7 @@ extension FileStore {
             abandon()
             throw error
         }
-        var fresh = State(file: file, lockFile: s.lockFile, image: freshImage)
+        var fresh = State(file: file, lock: s.lock, image: freshImage)
         do {
             _ = try Self.verify(&fresh, path: path, model: model, tolerant: true)
             try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)

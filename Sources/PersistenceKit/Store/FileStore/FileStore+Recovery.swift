@@ -25,16 +25,65 @@ extension FileStore {
             throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
         }
         let lockPath = path + "-lock"
-        var crashed = fs.fileExists(lockPath)
-        var lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
+        // Claimed before `-lock` is even looked at: a store of this process still closing
+        // may be about to remove it (see StoreLock).
+        StoreLock.claim(lockPath)
+        let (lockFile, crashed): (any StoreFile, Bool)
+        do {
+            (lockFile, crashed) = try lockFileLocked(lockPath, path: path, fs: fs)
+        } catch {
+            StoreLock.unclaim(lockPath)
+            throw error
+        }
+        let lock = StoreLock(path: lockPath, file: lockFile)
         /// Gives up the lock after a failed open. A lock file this open created goes too:
         /// left behind, it would make the next open treat the file as crashed and "recover"
         /// (cut) it instead of reporting the same damage. (Regression: a second open of a
         /// damaged store used to truncate it.)
         func abandonLock() {
             if !crashed { try? fs.remove(lockPath) }
-            lockFile.close()
+            lock.release()
         }
+        do throws(FileStoreError) {
+            try? fs.remove(path + "-compact")
+            var created = false
+            if !fs.fileExists(path) {
+                try createFile(path: path, directory: directory, model: model, fs: fs)
+                created = true
+            }
+            let file = try io(path, "opening the store") { try fs.open(path, create: false) }
+            let size = try io(path, "reading the store") { try file.size() }
+            let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
+            var state = State(file: file, lock: lock, image: image)
+            let (storeID, cut) = try verify(&state, path: path, model: model, tolerant: crashed || created)
+            // After a crash the close record the file ends with may not be synced: closing
+            // must write and sync one before it removes -lock, so only a strict open may
+            // skip that. (Found in review: a recovered store closed without a sync.)
+            if crashed || created { state.endsCleanly = false }
+            if let cut {
+                try io(path, "cutting off an unfinished record") {
+                    try file.truncate(to: cut)
+                    try file.sync()
+                }
+                state.image.truncate(to: cut)
+                state.endsCleanly = false
+            }
+            return Opened(storeID: storeID, state: state)
+        } catch {
+            abandonLock()
+            throw error
+        }
+    }
+
+    /// Opens `-lock` and takes its file lock; returns the locked file and whether `-lock`
+    /// was there before (the last session crashed). Closes what it opened when it throws.
+    ///
+    /// - Throws: ``FileStoreError/Kind/lockedByAnotherProcess``, or `.io`.
+    private static func lockFileLocked(
+        _ lockPath: String, path: String, fs: any StoreFileSystem
+    ) throws(FileStoreError) -> (any StoreFile, crashed: Bool) {
+        var crashed = fs.fileExists(lockPath)
+        var lockFile = try io(path, "opening the lock file") { try fs.open(lockPath, create: true) }
         var locked = false
         for attempt in 0..<8 {
             do {
@@ -59,35 +108,7 @@ extension FileStore {
                 .lockedByAnotherProcess, path: path,
                 "another process has this store open. Close it there first; a store is used by one process at a time.")
         }
-        do throws(FileStoreError) {
-            try? fs.remove(path + "-compact")
-            var created = false
-            if !fs.fileExists(path) {
-                try createFile(path: path, directory: directory, model: model, fs: fs)
-                created = true
-            }
-            let file = try io(path, "opening the store") { try fs.open(path, create: false) }
-            let size = try io(path, "reading the store") { try file.size() }
-            let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
-            var state = State(file: file, lockFile: lockFile, image: image)
-            let (storeID, cut) = try verify(&state, path: path, model: model, tolerant: crashed || created)
-            // After a crash the close record the file ends with may not be synced: closing
-            // must write and sync one before it removes -lock, so only a strict open may
-            // skip that. (Found in review: a recovered store closed without a sync.)
-            if crashed || created { state.endsCleanly = false }
-            if let cut {
-                try io(path, "cutting off an unfinished record") {
-                    try file.truncate(to: cut)
-                    try file.sync()
-                }
-                state.image.truncate(to: cut)
-                state.endsCleanly = false
-            }
-            return Opened(storeID: storeID, state: state)
-        } catch {
-            abandonLock()
-            throw error
-        }
+        return (lockFile, crashed)
     }
 
     /// Creates a new store file atomically: written beside the final name, synced, renamed.

@@ -119,7 +119,8 @@ public final class FileStore: PersistentStore {
 
     struct State {
         var file: (any StoreFile)?
-        var lockFile: (any StoreFile)?
+        /// The store's lock; released (and `nil`) once the store is closed.
+        var lock: StoreLock?
         /// The whole store file as it is on disk.
         var image: StoreImage
         var tables: [Int32: Table] = [:]
@@ -269,8 +270,8 @@ public final class FileStore: PersistentStore {
                 // makes the next open recover as after a crash, which is right: without the
                 // close record a strict open would report the file as truncated.
                 if cleanlyClosed { try? options.fileSystem.remove(path + "-lock") }
-                s.lockFile?.close()
-                s.lockFile = nil
+                s.lock?.release()
+                s.lock = nil
             }
             guard let file = s.file else { return }
             if s.endsCleanly && !s.dirtyTail && s.reserved == 0 {

@@ -157,10 +157,22 @@ final class PosixFile: StoreFile {
         guard ftruncate(fd, off_t(size)) == 0 else { throw StoreIOError(path: path, operation: "ftruncate", code: errno) }
     }
 
+    /// A POSIX record lock (`fcntl(F_SETLK)`) on the whole file, not `flock`: a `flock` lock
+    /// belongs to the open file description, which every child process forked while the
+    /// store is open shares until it execs, so a store closed and opened again during a
+    /// `Process.run()` on another thread found its own lock still held (seen in CI as a
+    /// spurious `lockedByAnotherProcess`). Record locks belong to the process and are not
+    /// inherited. They do not exclude within the process, and closing any descriptor of
+    /// the file drops them: ``StoreLock`` covers both.
     func tryLock() throws -> Bool {
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
-        if errno == EWOULDBLOCK { return false }
-        throw StoreIOError(path: path, operation: "flock", code: errno)
+        var lock = flock()
+        lock.l_type = numericCast(F_WRLCK)
+        lock.l_whence = numericCast(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 0  // to the end of the file, however long it grows
+        if fcntl(fd, F_SETLK, &lock) == 0 { return true }
+        if errno == EAGAIN || errno == EACCES { return false }
+        throw StoreIOError(path: path, operation: "fcntl(F_SETLK)", code: errno)
     }
 
     private let closed = ClosedFlag()

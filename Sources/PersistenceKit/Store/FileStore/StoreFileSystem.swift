@@ -37,6 +37,8 @@ public protocol StoreFile: AnyObject, Sendable {
     /// Cuts the file to `size` bytes.
     func truncate(to size: Int) throws
     /// Takes an exclusive advisory lock without waiting; `false` when another process holds it.
+    /// The lock needs to exclude other processes only: the store itself keeps two store
+    /// objects of one process from holding the same lock file.
     func tryLock() throws -> Bool
     /// Closes the file (and releases its lock).
     func close()
