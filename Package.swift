@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "PersistenceKit",
+    // Synchronization (Atomic, Mutex) needs macOS 15 on Apple platforms.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "PersistenceKit", targets: ["PersistenceKit"]),
         .library(name: "ModelActorKit", targets: ["ModelActorKit"]),

@@ -183,6 +183,27 @@ for row in rows {
         r(row.ours / row.plain).leftPad(12), r(row.ours / row.floor).leftPad(12), r(row.textbook / row.ours).leftPad(15))
 }
 
+if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
+    /// One line of the table (ns per operation; null where a design does not apply).
+    struct ResultLine: Encodable {
+        var workload: String
+        var plainActor: Double?
+        var textbookDispatchQueue: Double?
+        var poolFloor: Double?
+        var modelActor: Double?
+    }
+    func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
+    let lines = rows.map {
+        ResultLine(
+            workload: $0.name, plainActor: finite($0.plain), textbookDispatchQueue: finite($0.textbook),
+            poolFloor: finite($0.floor), modelActor: finite($0.ours))
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(lines).write(to: URL(fileURLWithPath: path))
+    print("wrote \(path)")
+}
+
 extension String {
     func leftPad(_ n: Int) -> String { count >= n ? self : String(repeating: " ", count: n - count) + self }
 }

@@ -310,6 +310,19 @@ let workloads: [(name: String, unit: String, time: (Figures) -> Double)] = [
     ("reopen + count", "s", { $0.reopenCount }),
 ]
 
+/// One line of the table, as `PK_BENCH_JSON` writes it (times in seconds, single saves in µs).
+struct ResultLine: Encodable {
+    var workload: String
+    var durability: String
+    var ours: Double?
+    var sqlite: Double?
+    var ratio: Double?
+    var ratioPerRound: [Double]
+}
+var resultLines: [ResultLine] = []
+/// JSON has no NaN: a missing figure is null.
+func finite(_ x: Double?) -> Double? { x.flatMap { $0.isFinite ? $0 : nil } }
+
 print("Store benchmark, N = \(n), release build, best of \(rounds) rounds. Ratio = ours / SQLite (lower is better).")
 print("| workload | durability | PersistenceKit | SQLite | ratio | ratio per round |")
 print("|---|---|---|---|---|---|")
@@ -330,6 +343,11 @@ for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMA
             spread = String(format: "%.2f–%.2f", perRound.min() ?? .nan, perRound.max() ?? .nan)
         }
         print("| \(w.name) | \(mode) | \(cell(o, w.unit)) | \(b.map { cell($0, w.unit) } ?? "—") | \(ratio) | \(spread) |")
+        let perRound = base.count == ours.count ? zip(ours, base).map { w.time($0) / w.time($1) } : []
+        resultLines.append(
+            ResultLine(
+                workload: w.name, durability: mode, ours: finite(o), sqlite: finite(b), ratio: finite(b.map { o / $0 }),
+                ratioPerRound: perRound.filter(\.isFinite)))
     }
     let firstQuery = ours.map(\.firstQueryAfterReopen).min() ?? .nan
     print("| (first query after the reopen: builds the row table) | \(mode) | \(cell(firstQuery, "s")) | — | — | — |")
@@ -337,4 +355,10 @@ for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMA
         print("warning: row counts differ from SQLite: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), "
             + "SQLite \(b.indexedRows)/\(b.scanRows)/\(b.reopenedRows)")
     }
+}
+if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(resultLines).write(to: URL(fileURLWithPath: path))
+    print("wrote \(path)")
 }

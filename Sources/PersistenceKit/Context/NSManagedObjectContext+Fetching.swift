@@ -8,7 +8,9 @@ extension NSManagedObjectContext {
     /// unsaved inserts that match are included, deleted objects are left out, and predicates
     /// see in-memory values.
     ///
-    /// - Complexity: O(n log n) in the entity's rows: the predicate runs on each object.
+    /// - Complexity: a predicate the store can run is tested on the stored rows (an indexed
+    ///   equality or range reads only the matching rows); others run on each object of the
+    ///   entity. Sorting adds O(m log m) in the m results.
     /// - Throws: ``CoreDataError`` `.coreData` for an unknown entity, an unsupported result
     ///   type or no loaded store; the predicate's own errors.
     public func fetch<T: NSFetchRequestResult>(_ request: NSFetchRequest<T>) throws -> [T] {

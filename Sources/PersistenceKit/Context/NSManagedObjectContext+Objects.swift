@@ -108,7 +108,8 @@ extension NSManagedObjectContext {
     }
 
     /// Gives the objects that still have temporary IDs their permanent IDs now (saving does
-    /// it too). The objects stay inserted.
+    /// it too). The objects stay inserted. An ID that is never saved may be given to another
+    /// object after the store is reopened (see Differences).
     ///
     /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error.
     public func obtainPermanentIDs(for objects: [NSManagedObject]) throws {

@@ -25,9 +25,14 @@ extension NSManagedObjectContext {
     /// - Throws: ``CoreDataError``: a validation code (several problems come back together as
     ///   `.validationMultipleErrors`, one detailed error per problem and object);
     ///   `.managedObjectMerge` with the conflicts when another context saved the same objects
-    ///   first and the merge policy is ``NSErrorMergePolicy``; `.coreData` when no store is
+    ///   first and the merge policy is ``NSErrorMergePolicy`` — and under any policy when an
+    ///   object this save updates was deleted from the store meanwhile (no policy brings a
+    ///   deleted row back; its `NSMergeConflict` has `newVersionNumber` 0), or when the
+    ///   16th attempt of the commit still conflicts; `.coreData` when no store is
     ///   loaded; `.persistentStoreSave` when the store fails. After a thrown error the store
-    ///   holds nothing of this save and the context keeps its changes.
+    ///   holds nothing of this save. The context keeps its changes as they were, except
+    ///   where another merge policy already resolved a conflict in an earlier attempt of
+    ///   this save: those objects keep the resolved values.
     public func save() throws {
         assertOnQueue("save()")
         precondition(

@@ -5,7 +5,7 @@ import Foundation
 /// Supported: the integer, floating-point, decimal, string, Boolean, date, binary data,
 /// UUID and URI types. `undefinedAttributeType`, `transformableAttributeType` and
 /// `objectIDAttributeType` exist so that code naming them compiles; a model that uses them
-/// fails validation with ``NSManagedObjectModel/ModelError``.
+/// fails validation with ``ModelError``.
 public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
     /// No type; a model using it fails validation.
     case undefinedAttributeType = 0

@@ -130,8 +130,10 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         entities.map(\.canonicalDescription).sorted().joined(separator: "\n")
     }
 
-    /// A 16-byte hash of the model's canonical form. Equal models have equal hashes; stores
-    /// record it and refuse to open with a model whose hash differs.
+    /// A 16-byte hash of the model's canonical form. Equal models have equal hashes. The
+    /// file store records a related hash of the stored layout (property order included)
+    /// and refuses to open with a model whose layout differs; see Differences.md, "Model
+    /// version hash". The in-memory store compares nothing.
     public var versionHash: Data {
         if isSealed { return sealedVersionHash }
         return Self.hash(of: canonicalDescription)

@@ -37,8 +37,9 @@ extension NSManagedObject {
 
     /// Sets the property `key`, with change tracking and inverse upkeep.
     ///
-    /// Attributes take any Swift value that converts exactly to their type (an `Int` for an
-    /// Integer 16 attribute, if it fits). To-one relationships take an object of the
+    /// Attributes take any Swift value that converts to their type: integers must fit
+    /// exactly (an `Int` for an Integer 16 attribute, if it fits); floating-point values
+    /// are rounded to a Double or Float attribute's precision. To-one relationships take an object of the
     /// destination entity or `nil`; to-many relationships take a `Set` or `Array` of them.
     ///
     /// Traps when `key` is unknown or the value has the wrong type — the message names the

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The contract between a coordinator and a store. `InMemoryStore` implements it; the file
-/// store will too.
+/// The contract between a coordinator and a store. ``InMemoryStore`` and ``FileStore``
+/// implement it.
 ///
 /// # What an implementer must guarantee
 /// - ``commit(_:)`` is atomic: either every insert, update and delete of the transaction is
@@ -24,7 +24,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Key-value metadata (store identifier, model version hash, …).
     var metadata: [String: String] { get }
 
-    /// Hands out `count` fresh primary keys for `entity`, never reused by this store.
+    /// Hands out `count` fresh primary keys for `entity`, above every key saved and every key
+    /// handed out since the store opened. (Keys handed out but never saved may be handed out
+    /// again after the store is reopened.)
     func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64>
     /// Applies a transaction atomically, or reports conflicts and applies nothing.
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult

@@ -24,8 +24,9 @@ public let NSFileStoreType = "PersistenceKitFile"
 /// - **Damage is reported, not hidden.** A damaged file gives a ``FileStoreError`` naming
 ///   the file and byte offset; nothing is silently dropped, except the unfinished record of
 ///   a session that crashed.
-/// - **Bounded size.** Before a save, when the file holds more than twice the live data, the
-///   store compacts it into a fresh file (written beside it, then renamed over it).
+/// - **Bounded size.** Before a save, when the file holds more than twice the live data and
+///   more than ``Options/compactionThreshold`` bytes (64 KiB by default), the store
+///   compacts it into a fresh file (written beside it, then renamed over it).
 ///
 /// Opening maps the file into memory (or reads it, on file layers that cannot map) and
 /// checks the header and the chain of records — every record's checksum too after a crash.
