@@ -108,10 +108,12 @@ extension NSManagedObjectContext {
     }
 
     /// Gives the objects that still have temporary IDs their permanent IDs now (saving does
-    /// it too). The objects stay inserted. An ID that is never saved may be given to another
-    /// object after the store is reopened (see Differences).
+    /// it too). The objects stay inserted. The store records the keys it handed out before
+    /// this returns, so no later object gets one of these IDs, even if these objects are
+    /// never saved.
     ///
-    /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error.
+    /// - Throws: ``CoreDataError`` `.coreData` when no store is loaded, or the store's error
+    ///   (the objects then keep their temporary IDs).
     public func obtainPermanentIDs(for objects: [NSManagedObject]) throws {
         assertOnQueue("obtainPermanentIDs(for:)")
         let temporary = objects.filter { !$0.hasPermanentKey }
@@ -121,6 +123,12 @@ extension NSManagedObjectContext {
         }
         let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
         try allocateRows(for: temporary, in: store)
+        do {
+            try store.recordAllocatedKeys(entities: Array(Set(temporary.map(\.entity.index))))
+        } catch {
+            for o in temporary { o.pendingRow = nil }  // they keep their temporary IDs
+            throw error
+        }
         let number = storeNumber(for: store.identifier)
         for o in temporary {
             if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }

@@ -25,9 +25,15 @@ public protocol PersistentStore: AnyObject, Sendable {
     var metadata: [String: String] { get }
 
     /// Hands out `count` fresh primary keys for `entity`, above every key saved and every key
-    /// handed out since the store opened. (Keys handed out but never saved may be handed out
-    /// again after the store is reopened.)
+    /// handed out since the store opened. A commit that inserts rows makes the counter of
+    /// their entities durable; ``recordAllocatedKeys(entities:)`` does it without a commit.
     func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64>
+    /// Makes the keys handed out so far for `entities` durable: once this returns they are
+    /// never handed out again, even after the store is reopened or the process crashed.
+    /// `obtainPermanentIDs(for:)` calls it, as Core Data records the highest key in the store
+    /// at once. (A default is provided: nothing, right for a store that keeps nothing across
+    /// a reopen.)
+    func recordAllocatedKeys(entities: [Int32]) throws
     /// Applies a transaction atomically, or reports conflicts and applies nothing.
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult
     /// The rows of `entity` that pass `filter` (all rows when `nil`), in primary-key order.
@@ -44,6 +50,9 @@ public protocol PersistentStore: AnyObject, Sendable {
 extension PersistentStore {
     /// Whether the row exists, by fetching it.
     public func containsRow(_ id: StoreRowID) throws -> Bool { try fetchRow(id) != nil }
+
+    /// Does nothing: a store whose keys do not outlive it has nothing to record.
+    public func recordAllocatedKeys(entities: [Int32]) throws {}
 }
 
 /// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.

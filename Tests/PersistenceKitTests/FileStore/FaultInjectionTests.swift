@@ -413,6 +413,26 @@ final class FaultyFile: StoreFile {
         }
     }
 
+    /// `obtainPermanentIDs(for:)` writes the keys it hands out; when that write fails the
+    /// objects keep their temporary IDs, and saving them later works.
+    @Test func failingToRecordPermanentIDsKeepsTheTemporaryOnes() throws {
+        let folder = try TemporaryFolder()
+        let rig = try Rig(folder.storeURL)
+        try rig.insert(["before"])
+        rig.plan.arm(.write, on: folder.storeURL.lastPathComponent, .fail(ENOSPC))
+        try rig.context.performAndWait {
+            let book = Book(context: rig.context)
+            book.title = "later"
+            #expect(throws: FileStoreError.self) { try rig.context.obtainPermanentIDs(for: [book]) }
+            #expect(book.objectID.isTemporaryID)
+            try rig.context.save()
+            #expect(!book.objectID.isTemporaryID)
+        }
+        #expect(rig.plan.fired == 1)
+        #expect(try rig.storedTitles() == ["before", "later"])
+        try rig.store.close()
+    }
+
     /// Found in review: when compaction failed after its rename (here: reopening the new
     /// file), the store object stopped working but kept its lock, so the store could not be
     /// opened again in this process ("locked by another process").

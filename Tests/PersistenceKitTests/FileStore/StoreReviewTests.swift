@@ -214,3 +214,46 @@ final class RVItem: NSManagedObject {
         #expect(keys == [7])
     }
 }
+
+/// Permanent IDs handed out before a save stay taken across a reopen, as in Core Data, which
+/// records the highest key in the store at once.
+@Suite struct PermanentIDTests {
+    /// The primary keys of three objects given permanent IDs and then thrown away. With
+    /// `crashCopy`, the store file is copied there while still open, with a `-lock` beside
+    /// it: the file as a crash would leave it (no close record).
+    static func abandonedKeys(_ url: URL, crashCopy: URL?) throws -> [Int64] {
+        let container = try FSSupport.container(at: url, model: try StoreReviewTests.model())
+        defer { try? FSSupport.close(container) }
+        let context = container.newBackgroundContext()
+        let keys: [Int64] = try context.performAndWait {
+            let items = (0..<3).map { _ in RVItem(context: context) }
+            try context.obtainPermanentIDs(for: items)
+            #expect(items.allSatisfy { !$0.objectID.isTemporaryID })
+            let keys = items.compactMap { $0.rowID?.primaryKey }
+            context.rollback()
+            return keys
+        }
+        if let crashCopy {
+            try FileManager.default.copyItem(at: url, to: crashCopy)
+            #expect(FileManager.default.createFile(atPath: crashCopy.path + "-lock", contents: nil))
+        }
+        return keys
+    }
+
+    @Test(arguments: [false, true])
+    func keysHandedOutBeforeASaveAreNotHandedOutAgainAfterAReopen(crash: Bool) throws {
+        let folder = try TemporaryFolder()
+        let scratch = try TemporaryFolder()
+        let abandoned =
+            crash
+            ? try Self.abandonedKeys(scratch.storeURL, crashCopy: folder.storeURL)
+            : try Self.abandonedKeys(folder.storeURL, crashCopy: nil)
+        #expect(abandoned.count == 3)
+        let fresh = try StoreReviewTests.withStore(folder.storeURL) { context in
+            let item = RVItem(context: context)
+            try context.save()
+            return try #require(item.rowID?.primaryKey)
+        }
+        #expect(fresh > abandoned.max() ?? .max, "a new object got key \(fresh); \(abandoned) were handed out before")
+    }
+}

@@ -19,6 +19,30 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``. Appends a transaction record that carries the entities' next
+    /// keys and no rows (the format's transaction payload starts with them), synced like a
+    /// save. (Found in review: keys that `obtainPermanentIDs(for:)` handed out lived only in
+    /// memory, so after a reopen a new object could get the ID an unsaved one had had.)
+    public func recordAllocatedKeys(entities: [Int32]) throws {
+        try state.withLock { s throws(FileStoreError) in
+            try prepare(&s)
+            let keys = Set(entities).sorted().map { ($0, s.tables[$0]?.nextKey ?? 1) }
+            if keys.isEmpty { return }
+            try compactIfNeeded(&s)
+            var w = FileStoreFormat.beginRecord(capacity: 64 + 12 * keys.count)
+            w.u16(UInt16(keys.count))
+            for (entity, next) in keys {
+                w.i32(entity)
+                w.i64(next)
+            }
+            w.u32(0)
+            let recordStart = s.image.count
+            FileStoreFormat.sealRecord(&w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
+            try w.withUnsafeBytes { record throws(FileStoreError) in try append(record, at: recordStart, to: &s) }
+            s.sequence += 1
+        }
+    }
+
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
