@@ -15,27 +15,22 @@ extension FileStore {
     }
 
     static func openFiles(
-        path: String, model: NSManagedObjectModel, options: Options, indexedColumns: [Int32: [Int]]
+        path: String, key: String, model: NSManagedObjectModel, options: Options, indexedColumns: [Int32: [Int]]
     ) throws(FileStoreError) -> Opened {
         let fs = options.fileSystem
-        let directory = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
-        }
+        let directory = (path as NSString).deletingLastPathComponent  // `open` created it
         let lockPath = path + "-lock"
         // Claimed before `-lock` is even looked at: a store of this process still closing
         // may be about to remove it (see StoreLock).
-        StoreLock.claim(lockPath)
+        StoreLock.claim(key)
         let (lockFile, crashed): (any StoreFile, Bool)
         do {
             (lockFile, crashed) = try lockFileLocked(lockPath, path: path, fs: fs)
         } catch {
-            StoreLock.unclaim(lockPath)
+            StoreLock.unclaim(key)
             throw error
         }
-        let lock = StoreLock(path: lockPath, file: lockFile)
+        let lock = StoreLock(claim: key, file: lockFile)
         /// Gives up the lock after a failed open. A lock file this open created goes too:
         /// left behind, it would make the next open treat the file as crashed and "recover"
         /// (cut) it instead of reporting the same damage. (Regression: a second open of a

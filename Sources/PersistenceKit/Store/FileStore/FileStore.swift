@@ -74,6 +74,8 @@ public final class FileStore: PersistentStore {
     public let metadata: [String: String]
     /// The store file's path.
     public let path: String
+    /// The store's key in this process's table of open stores and of claimed locks.
+    let key: String
     let options: Options
     /// The coordinators this store is added to (see `NSPersistentStoreCoordinator.remove`).
     let attachments = Atomic<Int>(0)
@@ -154,7 +156,8 @@ public final class FileStore: PersistentStore {
         var compactions = 0
     }
 
-    /// Stores open in this process, by path, so that coordinators share them.
+    /// Stores open in this process, by ``StoreLock/key(forStoreAt:)``, so that coordinators
+    /// share them.
     private static let openStores = Lock<[String: WeakFileStore]>([:])
 
     /// Opens (or creates) the store at `url` for `model`, or returns the store already open
@@ -173,13 +176,21 @@ public final class FileStore: PersistentStore {
         // one lock file. (Found in review: a path through a symlink opened a second writer,
         // whose saves overwrote the first one's.)
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        // The folder first: the key names it by its identity, which it has only once it exists.
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
+        }
+        let key = StoreLock.key(forStoreAt: path)
         // The store found in the table is released only after the table's lock: if another
         // thread let go of it meanwhile, this is the last reference, and its deinit (close)
         // takes the lock again.
         var found: FileStore?
         defer { withExtendedLifetime(found) {} }
         return try openStores.withLock { stores throws(FileStoreError) -> FileStore in
-            found = stores[path]?.store
+            found = stores[key]?.store
             if let existing = found, !existing.isClosed {
                 guard existing.model.layoutHash == model.layoutHash else {
                     throw FileStoreError(
@@ -199,14 +210,15 @@ public final class FileStore: PersistentStore {
                 }
                 return existing
             }
-            let store = try FileStore(path: path, url: url, model: model, options: options)
-            stores[path] = WeakFileStore(store: store)
+            let store = try FileStore(path: path, key: key, url: url, model: model, options: options)
+            stores[key] = WeakFileStore(store: store)
             return store
         }
     }
 
-    private init(path: String, url: URL, model: NSManagedObjectModel, options: Options) throws(FileStoreError) {
+    private init(path: String, key: String, url: URL, model: NSManagedObjectModel, options: Options) throws(FileStoreError) {
         self.path = path
+        self.key = key
         self.url = url
         self.model = model
         self.options = options
@@ -220,7 +232,7 @@ public final class FileStore: PersistentStore {
             if !columns.isEmpty { indexed[e.index] = columns }
         }
         self.indexedColumns = indexed
-        let opened = try Self.openFiles(path: path, model: model, options: options, indexedColumns: indexed)
+        let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
         self.metadata = [
             "NSStoreType": NSFileStoreType,
@@ -301,8 +313,8 @@ public final class FileStore: PersistentStore {
             cleanlyClosed = true
         }
         let listed = Self.openStores.withLock { stores -> FileStore? in
-            let listed = stores[path]?.store  // released after the lock, as in `open`
-            if listed === self || listed == nil { stores[path] = nil }
+            let listed = stores[key]?.store  // released after the lock, as in `open`
+            if listed === self || listed == nil { stores[key] = nil }
             return listed
         }
         withExtendedLifetime(listed) {}
