@@ -369,3 +369,201 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
 func policyNumbered(_ i: Int) -> NSMergePolicy {
     [NSErrorMergePolicy, NSMergeByPropertyObjectTrumpMergePolicy, NSMergeByPropertyStoreTrumpMergePolicy, NSOverwriteMergePolicy, NSRollbackMergePolicy][i]
 }
+
+/// The two ends of a link read at different versions of their rows (one loaded before
+/// another coordinator changed the link, the other after): a change made here must reach
+/// both rows. The first two need no conflict at all (default error policy).
+@Suite(.serialized) struct ConflictStaleLinkTests {
+    /// Found by the randomized conflict run (seeds 177, 239). Context A loads book X (no
+    /// authors). B, on another coordinator, inserts author Q with X and saves. A fetches Q
+    /// (which lists X), adds Q to X and takes it out again, and saves: X's row lists Q (B's
+    /// save) and must let go of it as Q's row does.
+    @Test func addThenRemoveOnAStaleSourceWritesBothEnds() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let bookID = try seed.performAndWait {
+            let b = Book(context: seed)
+            b.title = "X"
+            try seed.save()
+            return b.objectID
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait { _ = (a.object(with: bookID) as! Book).authors.count }  // X loaded: no authors
+        let b = c2.newBackgroundContext()
+        let authorURI = try b.performAndWait {
+            let q = Author(context: b)
+            q.name = "Q"
+            q.$books.insert(b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book)
+            try b.save()
+            return q.objectID.uriRepresentation()
+        }
+        let outcome: String = a.performAndWait {
+            let q = try! a.existingObject(with: c1.persistentStoreCoordinator.managedObjectID(forURIRepresentation: authorURI)!) as! Author
+            let x = a.object(with: bookID) as! Book
+            x.$authors.insert(q)
+            x.$authors.remove(q)
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (authors, books) = try fresh.performAndWait {
+            (try fresh.fetch(Book.fetchRequest())[0].authors.count, try fresh.fetch(Author.fetchRequest())[0].books.count)
+        }
+        #expect(authors == 0 && books == 0)
+    }
+
+    /// Found by the randomized conflict run (seed 211). Book X and author Q are linked.
+    /// Context A loads Q's books (X). B, on another coordinator, unlinks them and saves. A
+    /// fetches X (no authors now), adds Q to it and saves: Q's row must list X again.
+    @Test func linkToAStaleTargetThatStillListsTheSource() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, authorID) = try seed.performAndWait {
+            let x = Book(context: seed)
+            x.title = "X"
+            let q = Author(context: seed)
+            q.name = "Q"
+            q.$books.insert(x)
+            try seed.save()
+            return (x.objectID, q.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait { _ = (a.object(with: authorID) as! Author).books.count }  // Q loaded: lists X
+        let b = c2.newBackgroundContext()
+        try b.performAndWait {
+            let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
+            x.$authors.removeAll()
+            try b.save()
+        }
+        let outcome: String = a.performAndWait {
+            let x = try! a.fetch(Book.fetchRequest())[0]
+            #expect(x.authors.isEmpty)
+            x.$authors.insert(a.object(with: authorID) as! Author)
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (authors, books) = try fresh.performAndWait {
+            (try fresh.fetch(Book.fetchRequest())[0].authors.count, try fresh.fetch(Author.fetchRequest())[0].books.count)
+        }
+        #expect(authors == 1 && books == 1)
+    }
+
+    /// Found by the randomized conflict run (seed 181). Book B is on shelf S2. Context A loads
+    /// B. Another coordinator takes B off S2; A then loads S2 (without B) and moves B to a new
+    /// shelf S12 (through B's shelf, or through S12's books). The other coordinator puts B
+    /// back on S2. A saves with a merge policy: whichever shelf B's conflict gives it, the
+    /// other shelf's row must not list B.
+    @Test(arguments: [1, 2, 3], ["book.shelf", "shelf.books"])
+    func moveOfAStaleBookAgainstAShelfItLeftAndRejoined(policyIndex: Int, via: String) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, shelfID) = try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S2"
+            let b = Book(context: seed)
+            b.title = "B"
+            b.shelf = s
+            try seed.save()
+            return (b.objectID, s.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = policyNumbered(policyIndex)
+            _ = (a.object(with: bookID) as! Book).title  // B loaded: shelf S2
+        }
+        let b = c2.newBackgroundContext()
+        func otherSetsShelf(_ on: Bool) throws {
+            try b.performAndWait {
+                let book = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
+                book.shelf = on ? (b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: shelfID.uriRepresentation())!) as! Shelf) : nil
+                try b.save()
+            }
+        }
+        try otherSetsShelf(false)
+        a.performAndWait {
+            #expect((a.object(with: shelfID) as! Shelf).books.isEmpty)  // S2 loaded now: without B
+            let s12 = Shelf(context: a)
+            s12.name = "S12"
+            let book = a.object(with: bookID) as! Book
+            if via == "book.shelf" { book.shelf = s12 } else { s12.$books.insert(book) }
+        }
+        try otherSetsShelf(true)
+        let outcome: String = a.performAndWait {
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        // Store trump: the store put B back on S2 since A last read it; the others keep S12.
+        let fresh = c1.newBackgroundContext()
+        let lists = try fresh.performAndWait {
+            try fresh.fetch(Shelf.fetchRequest()).map { "\($0.name):\($0.books.count)" }.sorted()
+        }
+        #expect(lists == (policyIndex == 2 ? ["S12:0", "S2:1"] : ["S12:1", "S2:0"]))
+    }
+
+    /// The same with a many-to-many link: author Q lists book X. Context A loads Q. Another
+    /// coordinator unlinks X and Q; A takes X out of Q's books (X no longer lists Q) and
+    /// renames Q. The other coordinator links them again. A saves with a merge policy: the
+    /// store must not end up with X listing Q and Q not listing X.
+    @Test(arguments: [1, 2, 3])
+    func removalFromAStaleSetAgainstALinkRemadeElsewhere(policyIndex: Int) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, authorID) = try seed.performAndWait {
+            let x = Book(context: seed)
+            x.title = "X"
+            let q = Author(context: seed)
+            q.name = "Q"
+            q.$books.insert(x)
+            try seed.save()
+            return (x.objectID, q.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            a.mergePolicy = policyNumbered(policyIndex)
+            _ = (a.object(with: authorID) as! Author).books.count  // Q loaded: lists X
+        }
+        let b = c2.newBackgroundContext()
+        func otherLinks(_ on: Bool) throws {
+            try b.performAndWait {
+                let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
+                let q = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: authorID.uriRepresentation())!) as! Author
+                if on { x.$authors.insert(q) } else { x.$authors.remove(q) }
+                try b.save()
+            }
+        }
+        try otherLinks(false)
+        a.performAndWait {
+            let q = a.object(with: authorID) as! Author
+            q.$books.remove(a.object(with: bookID) as! Book)
+            q.name = "Q2"
+        }
+        try otherLinks(true)
+        let outcome: String = a.performAndWait {
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        // Overwrite writes A's Q (without X) whole; the merge policies keep the store's relink.
+        let fresh = c1.newBackgroundContext()
+        let (authors, books) = try fresh.performAndWait {
+            (try fresh.fetch(Book.fetchRequest())[0].authors.count, try fresh.fetch(Author.fetchRequest())[0].books.count)
+        }
+        #expect(authors == books && books == (policyIndex == 3 ? 0 : 1))
+    }
+}

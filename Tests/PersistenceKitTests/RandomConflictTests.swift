@@ -7,7 +7,7 @@ import Testing
 // inserts, moves, relationship edits, deletes, refreshes, saves under every merge policy and
 // merges in random order (IDs or URIs, shuffled). After every save and at the end the
 // stored graph must be whole, and every context that merged everything must agree with a
-// fresh one. Seeds 1–40 run here; set PK_CONFLICT_VERBOSE to print the steps.
+// fresh one. Seeds 1–100 run here; set PK_CONFLICT_VERBOSE to print the steps.
 
 /// One recorded save: which context saved, and its IDs.
 struct RecordedSave: Sendable {
@@ -222,7 +222,7 @@ func runRandomConflicts(seed: UInt64, steps: Int, contextsCount: Int, coordinato
 }
 
 @Suite(.serialized) struct RandomConflictTests {
-    @Test(arguments: Array(UInt64(1)...UInt64(40)))
+    @Test(arguments: Array(UInt64(1)...UInt64(100)))
     func randomizedConflictsKeepTheGraphWhole(seed: UInt64) throws {
         let problems = try runRandomConflicts(seed: seed, steps: 150, contextsCount: 4, coordinators: 2)
         #expect(problems.isEmpty, "seed \(seed): \(problems.prefix(5))")

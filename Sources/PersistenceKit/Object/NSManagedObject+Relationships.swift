@@ -106,9 +106,10 @@ extension NSManagedObject {
         let old = resolvedToOne(at: i)
         if old === target { return }
         let inverse = inverseIndex(of: r)
-        old?.unlink(self, at: inverse)
-        target?.link(self, at: inverse)
+        let oldAgreed = old?.unlink(self, at: inverse) ?? true
+        let targetAgreed = target?.link(self, at: inverse) ?? true
         primitiveSetToOne(target, at: i)
+        if !oldAgreed || !targetAgreed { catchUpAfterDisagreement() }
     }
 
     /// Adds `targets` to to-many slot `i`, keeping inverses.
@@ -117,12 +118,14 @@ extension NSManagedObject {
         let r = relationship(at: i)
         let inverse = inverseIndex(of: r)
         var current = resolvedToMany(at: i)
+        var agreed = true
         for t in targets where !current.contains(t) {
             checkTarget(t, of: r)
-            t.link(self, at: inverse)
+            if !t.link(self, at: inverse) { agreed = false }
             current.insert(t)
             primitiveInsert(t, toManyAt: i)
         }
+        if !agreed { catchUpAfterDisagreement() }
     }
 
     /// Removes `targets` from to-many slot `i`, keeping inverses.
@@ -131,11 +134,31 @@ extension NSManagedObject {
         let r = relationship(at: i)
         let inverse = inverseIndex(of: r)
         var current = resolvedToMany(at: i)
+        var agreed = true
         for t in targets where current.contains(t) {
-            t.unlink(self, at: inverse)
+            if !t.unlink(self, at: inverse) { agreed = false }
             current.remove(t)
             primitiveRemove(t, toManyAt: i)
         }
+        if !agreed { catchUpAfterDisagreement() }
+    }
+
+    /// Called after a change of this object's relationship found the other end already as
+    /// the change leaves it (`link` found the link there, `unlink` found it gone, each after
+    /// bringing that end up to date), though this object's value said otherwise: the two
+    /// ends were read at different versions of their rows, and this one is the stale one.
+    /// Moving it onto its newest row (keeping the change, and settling the other ends of its
+    /// stored value) makes the save write both ends alike.
+    /// Found by the randomized conflict run (seeds 177, 181, 239): a book read before another
+    /// coordinator gave it an author got that author here, but only the book recorded the
+    /// change (the fresher author already listed it). Taken out again, the book equalled its
+    /// stale snapshot and was not saved while the author was, so the store kept the link on
+    /// the book's side only; kept, the book's addition, measured against the stale snapshot,
+    /// survived merges of a later removal. A book moved off a shelf that no longer listed it
+    /// kept its stale snapshot likewise, and when another context put it back on that shelf,
+    /// the conflict resolution saw "unchanged in the store" and left the shelf listing it.
+    private func catchUpAfterDisagreement() {
+        managedObjectContext?.bringUpToDate(self)
     }
 
     /// Replaces the whole to-many set at slot `i`.
@@ -148,35 +171,57 @@ extension NSManagedObject {
 
     /// Makes `source` a target of this object's relationship `j` (the inverse of the
     /// source's relationship); a to-one `j` first lets go of its previous target.
-    func link(_ source: NSManagedObject, at j: Int) {
+    ///
+    /// - Returns: `false` when this end already held the link (checked against its newest
+    ///   row): the source's own value, which lacked it, is then the stale one.
+    @discardableResult
+    func link(_ source: NSManagedObject, at j: Int) -> Bool {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
         let rj = relationship(at: j)
+        // Found by the randomized conflict run (seed 211): a target loaded before another
+        // coordinator unlinked it from `source` still lists `source`, though its row no
+        // longer does. Taken for "nothing to do", the link was saved on the source's side
+        // only: bring this end up to date first (as `unlink` does); only a link its newest
+        // row holds is already made.
+        if holds(source, at: j) {
+            managedObjectContext?.bringUpToDate(self)
+            if holds(source, at: j) { return false }
+        }
         if rj.isToMany {
             primitiveInsert(source, toManyAt: j)
-            return
+            return true
         }
-        let previous = resolvedToOne(at: j)
-        if previous === source { return }
-        if let previous {
+        var agreed = true
+        if let previous = resolvedToOne(at: j) {
             // `previous` pointed at self through the source's relationship; that link moves.
-            previous.unlink(self, at: inverseIndex(of: rj))
+            agreed = previous.unlink(self, at: inverseIndex(of: rj))
         }
         primitiveSetToOne(source, at: j)
+        if !agreed { catchUpAfterDisagreement() }
+        return true
     }
 
     /// Removes `source` from this object's relationship `j`.
-    func unlink(_ source: NSManagedObject, at j: Int) {
+    ///
+    /// - Returns: `false` when this end did not hold the link (checked against its newest
+    ///   row): the source's own value, which listed it, is then the stale one.
+    @discardableResult
+    func unlink(_ source: NSManagedObject, at j: Int) -> Bool {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
         // A target loaded before another context linked `source` to it does not list
         // `source`, though its row does: bring it up to date first, or the removal is lost
         // and the store keeps a link that the other end denies.
-        let isToMany = relationship(at: j).isToMany
-        func lists() -> Bool { isToMany ? resolvedToMany(at: j).contains(source) : resolvedToOne(at: j) === source }
-        if !lists() {
+        if !holds(source, at: j) {
             managedObjectContext?.bringUpToDate(self)
-            guard lists() else { return }
+            guard holds(source, at: j) else { return false }
         }
-        if isToMany { primitiveRemove(source, toManyAt: j) } else { primitiveSetToOne(nil, at: j) }
+        if relationship(at: j).isToMany { primitiveRemove(source, toManyAt: j) } else { primitiveSetToOne(nil, at: j) }
+        return true
+    }
+
+    /// Whether this object's relationship `j` lists `source` (in memory).
+    private func holds(_ source: NSManagedObject, at j: Int) -> Bool {
+        relationship(at: j).isToMany ? resolvedToMany(at: j).contains(source) : resolvedToOne(at: j) === source
     }
 
     private func inverseIndex(of r: NSRelationshipDescription) -> Int {
