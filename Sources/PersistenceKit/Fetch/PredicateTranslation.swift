@@ -108,7 +108,12 @@ extension NSEntityDescription {
         probe.flags.insert(.probe)
         _ = probe[keyPath: keyPath]
         var found: Int?
-        if let slot = probe.probedSlot, let attribute = properties[slot] as? NSAttributeDescription, !attribute.isTransient,
+        // An `@Attribute` property is settable, so its key path is writable; a get-only
+        // computed property's is not, whatever values it returns. (Found in review:
+        // `min(quantity, 99)` and `title.trimmingCharacters(in: .whitespaces)` returned the
+        // probe's sample values unchanged and were filtered by the store as the attribute.)
+        if keyPath is any WritableKeyPathMarker, let slot = probe.probedSlot,
+            let attribute = properties[slot] as? NSAttributeDescription, !attribute.isTransient,
             Self.readsExactly(slot, of: attribute, through: keyPath, on: probe)
         {
             found = slot
@@ -119,7 +124,7 @@ extension NSEntityDescription {
 
     /// Whether `keyPath` returns attribute `slot`'s value itself, not a value computed from
     /// it (a computed property reads the attribute too, and the probe records that read).
-    /// Tried with three values, each time with every other attribute set to another one, so
+    /// Tried with each sample value, each time with every other attribute set to another one, so
     /// that a property combining attributes (`a + b`, `max(a, b)`) shows, and with values
     /// that common transformations change (found in review: `var doubled: Int64 { n * 2 }`,
     /// then `name.lowercased()` and `name.isEmpty ? "(untitled)" : name`, were filtered as
@@ -159,3 +164,9 @@ extension FetchFilter {
         return StoreFilter(conditions)
     }
 }
+
+/// Marks key paths that can write: an `@Attribute` property's, or a settable computed
+/// property's. (A dynamic check needs a protocol: the generic class cannot be tested for
+/// without its type arguments.)
+protocol WritableKeyPathMarker {}
+extension ReferenceWritableKeyPath: WritableKeyPathMarker {}

@@ -88,21 +88,23 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Three values of this type, as stored, chosen to expose common computed properties
-    /// (a sign, a case change, an empty-string default, rounding); `nil` for unsupported
+    /// A few values of this type, as stored, chosen to expose common computed properties
+    /// (a sign, a case change, an empty-string default, rounding, clamping, trimming,
+    /// normalization); `nil` for unsupported
     /// types. Used to check what a key path reads
     /// (`NSEntityDescription.attributeIndex(forKeyPath:)`).
     var sampleValues: [StoreValue]? {
         func date(_ t: Double) -> StoreValue { .date(Date(timeIntervalSinceReferenceDate: t)) }
         func uuid(_ last: UInt8) -> StoreValue { .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, last))) }
         return switch self {
-        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType: [.integer(-3), .integer(0), .integer(5)]
+        case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType:
+            [.integer(-3), .integer(0), .integer(5), .integer(32_001), .integer(-32_002)]
         case .decimalAttributeType: [.decimal(-3), .decimal(0), .decimal(Decimal(string: "5.5")!)]
-        case .doubleAttributeType: [.double(-2.5), .double(0), .double(7.25)]
-        case .floatAttributeType: [.float(-2.5), .float(0), .float(7.25)]
-        case .stringAttributeType: [.string(""), .string("Ab"), .string("b")]
+        case .doubleAttributeType: [.double(-2.5), .double(0), .double(7.25), .double(123_456.5)]
+        case .floatAttributeType: [.float(-2.5), .float(0), .float(7.25), .float(12_345.5)]
+        case .stringAttributeType: [.string(""), .string("Ab"), .string("b"), .string(" Ébc "), .string("a\u{301}")]
         case .booleanAttributeType: [.bool(false), .bool(true), .bool(false)]
-        case .dateAttributeType: [date(-1.5), date(0), date(5)]
+        case .dateAttributeType: [date(-1.5), date(0), date(5), date(1e9 + 0.5)]
         case .binaryDataAttributeType: [.data(Data()), .data(Data([3])), .data(Data([5, 0]))]
         case .UUIDAttributeType: [uuid(0), uuid(3), uuid(5)]
         case .URIAttributeType: [.uri(URL(string: "x-sample:a")!), .uri(URL(string: "x-sample:B")!), .uri(URL(string: "http://x.invalid/c")!)]

@@ -14,6 +14,13 @@ final class PEItem: NSManagedObject {
     var sum: Int64 { n + other }
     var larger: Int64 { max(n, other) }
     var alias: Int64 { n }
+    var settableAlias: Int64 {
+        get { n }
+        set { n = newValue }
+    }
+    @Attribute var title: String = ""
+    var capped: Int64 { min(n, 99) }
+    var trimmedTitle: String { title.trimmingCharacters(in: .whitespaces) }
 }
 
 /// Store-side filtering gives what evaluating the predicate in memory gives, for predicates
@@ -60,8 +67,34 @@ final class PEItem: NSManagedObject {
             r = try Self.both(context, #Predicate { $0.alias >= 4 }, #Predicate { $0.alias >= 4 || no })
             #expect(r.store == [4, 5] && r.memory == [4, 5])
         }
-        #expect(store.model.entitiesByName["PEItem"]?.attributeIndex(forKeyPath: \PEItem.alias) != nil, "an alias reads n itself")
-        #expect(store.model.entitiesByName["PEItem"]?.attributeIndex(forKeyPath: \PEItem.doubled) == nil)
+        let entity = try #require(store.model.entitiesByName["PEItem"])
+        #expect(entity.attributeIndex(forKeyPath: \PEItem.n) != nil)
+        #expect(entity.attributeIndex(forKeyPath: \PEItem.settableAlias) != nil, "a settable alias reads and writes n itself")
+        #expect(entity.attributeIndex(forKeyPath: \PEItem.alias) == nil, "get-only: never sent to the store")
+        #expect(entity.attributeIndex(forKeyPath: \PEItem.doubled) == nil)
+    }
+
+    /// Found in a compatibility review: properties that return the probe's sample values
+    /// unchanged, but not every value, were filtered by the store as their attribute.
+    @Test func clampingAndTrimmingPropertiesAreNotFilteredAsTheAttribute() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for (n, title) in [(150, " Dune "), (3, "Emma"), (99, "Dune")] as [(Int64, String)] {
+                let item = PEItem(context: context)
+                item.n = n
+                item.title = title
+            }
+            try context.save()
+            let no = false
+            var r = try Self.both(context, #Predicate { $0.capped == 99 }, #Predicate { $0.capped == 99 || no })
+            #expect(r.store == [99, 150] && r.memory == [99, 150] && r.count == 2)
+            r = try Self.both(context, #Predicate { $0.trimmedTitle == "Dune" }, #Predicate { $0.trimmedTitle == "Dune" || no })
+            #expect(r.store == [99, 150] && r.memory == [99, 150] && r.count == 2)
+            r = try Self.both(context, #Predicate { $0.settableAlias >= 99 }, #Predicate { $0.settableAlias >= 99 || no })
+            #expect(r.store == [99, 150] && r.memory == [99, 150] && r.count == 2)
+        }
     }
 
     @Test func transientAttributesAreNotFilteredByTheStore() throws {
