@@ -567,3 +567,128 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         #expect(authors == books && books == (policyIndex == 3 ? 0 : 1))
     }
 }
+
+/// Delete rules that meet the other coordinator's deletions and saves: a rule's target may be
+/// a fault whose row is gone, or a changed object read at an older version of its row.
+@Suite(.serialized) struct ConflictDeleteRuleTests {
+    /// Found by the randomized conflict run (seeds 736, 1669, 1683, 2833). Context A holds
+    /// book B loaded, its related object X an unfired fault; another coordinator deletes X's
+    /// row. A delete rule of B's deletion in A then reaches X:
+    /// - "cascade": X is B's cover; A deletes B (cascade to the cover).
+    /// - "nullify": X is B's shelf; the other coordinator first took B off it, so A's B is
+    ///   stale; A deletes B (nullify on the shelf).
+    /// - "rerun": X is B's cover, and B is a book the other coordinator put on shelf S after
+    ///   A deleted S; A merged that save (S's cascade runs again at the save) and read B.
+    /// The rule must skip X (its row has nothing left to delete or unlink) instead of
+    /// trapping on "could not fulfill the fault", and the save must store a whole graph.
+    @Test(arguments: ["cascade", "nullify", "rerun"])
+    func deleteRuleReachesARowDeletedElsewhere(path: String) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        func there(_ id: NSManagedObjectID) -> NSManagedObjectID {
+            c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: id.uriRepresentation())!
+        }
+        let seed = c1.newBackgroundContext()
+        let (bookID, shelfID, coverID) = try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S"
+            let b = Book(context: seed)
+            b.title = "B"
+            let c = Cover(context: seed)
+            c.book = b
+            if path == "nullify" { b.shelf = s }
+            try seed.save()
+            return (b.objectID, s.objectID, c.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        let other = c2.newBackgroundContext()
+        if path == "rerun" {
+            a.performAndWait {
+                a.delete(a.object(with: shelfID))
+                a.processPendingChanges()  // S has no books yet
+            }
+            let info = try other.performAndWait {
+                let book = other.object(with: there(bookID)) as! Book
+                let shelf = other.object(with: there(shelfID)) as! Shelf
+                book.shelf = shelf
+                try other.save()
+                return [NSUpdatedObjectIDsKey: [book.objectID, shelf.objectID]]
+            }
+            NSManagedObjectContext.mergeChanges(fromRemoteContextSave: info, into: [a])
+        }
+        a.performAndWait { _ = (a.object(with: bookID) as! Book).title }  // B loaded; its cover and shelf unfired faults
+        try other.performAndWait {
+            if path == "nullify" {
+                (other.object(with: there(bookID)) as! Book).shelf = nil
+                try other.save()
+                other.delete(other.object(with: there(shelfID)))
+            } else {
+                other.delete(other.object(with: there(coverID)))
+            }
+            try other.save()
+        }
+        let outcome: String = a.performAndWait {
+            a.mergePolicy = NSMergeByPropertyObjectTrumpMergePolicy  // B's row changed since A read it ("nullify")
+            if path != "rerun" { a.delete(a.object(with: bookID)) }
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (books, covers, shelves) = try fresh.performAndWait {
+            (try fresh.count(for: Book.fetchRequest()), try fresh.count(for: Cover.fetchRequest()), try fresh.count(for: Shelf.fetchRequest()))
+        }
+        #expect(books == 0 && covers == 0)
+        #expect(shelves == (path == "cascade" ? 1 : 0))  // "cascade" never deletes S
+    }
+
+    /// Found by the randomized conflict run (seed 2221). Context A links book X and author Q;
+    /// another coordinator makes the same link and saves. A refreshes X (now at the newest
+    /// version) but not Q, whose value matches the store while its snapshot predates the
+    /// link. A deletes X: the nullify rule takes X out of Q, which then equalled its old
+    /// snapshot and was not saved, so Q's row kept listing the deleted X. Q must be saved
+    /// without X.
+    @Test func nullifyOnAChangedTargetReadBeforeTheSameChangeWasSavedElsewhere() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
+        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let seed = c1.newBackgroundContext()
+        let (bookID, authorID) = try seed.performAndWait {
+            let x = Book(context: seed)
+            x.title = "X"
+            let q = Author(context: seed)
+            q.name = "Q"
+            try seed.save()
+            return (x.objectID, q.objectID)
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            let q = a.object(with: authorID) as! Author
+            (a.object(with: bookID) as! Book).$authors.insert(q)
+        }
+        let b = c2.newBackgroundContext()
+        try b.performAndWait {
+            let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
+            let q = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: authorID.uriRepresentation())!) as! Author
+            x.$authors.insert(q)
+            try b.save()
+        }
+        let outcome: String = a.performAndWait {
+            let x = a.object(with: bookID) as! Book
+            a.refresh(x, mergeChanges: true)  // X at its newest version; Q still at its first
+            a.delete(x)
+            do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+        }
+        #expect(outcome == "saved")
+        #expect(try storedGraphProblems(c1) == [])
+        let fresh = c1.newBackgroundContext()
+        let (books, listed) = try fresh.performAndWait {
+            (try fresh.count(for: Book.fetchRequest()), try fresh.fetch(Author.fetchRequest()).map { $0.$books.count })
+        }
+        #expect(books == 0)
+        #expect(listed == [0])
+    }
+}
