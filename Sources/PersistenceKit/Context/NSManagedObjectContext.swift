@@ -83,8 +83,14 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var storeNumberCache: (identifier: String, number: UInt32)?
     @exclusivity(unchecked) var entityCache: (generation: Int, type: ObjectIdentifier?, entity: NSEntityDescription?) = (-1, nil, nil)
     var isSaving = false
-    var mergePolicyStorage: NSMergePolicy = .error
-    private var automaticallyMerges = false
+    /// The settings any thread may change (see `mergePolicy`).
+    private struct Settings {
+        var mergePolicy: NSMergePolicy = .error
+        var automaticallyMerges = false
+    }
+    private let settings = Lock(Settings())
+    /// `mergePolicy`, without the queue check.
+    var mergePolicyStorage: NSMergePolicy { settings.withLock { $0.mergePolicy } }
 
     /// Changes accumulated between two `processPendingChanges()` calls.
     struct PendingChanges {
@@ -199,28 +205,35 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// How a save resolves conflicts with changes saved elsewhere since this context read
     /// the objects. Defaults to ``NSErrorMergePolicy`` (the save fails with the conflicts).
+    ///
+    /// Like every setting of a context (and as in Core Data, whose setters on queue-based
+    /// contexts are thread-safe), it may be read and set from any thread: configure a new
+    /// background context before its first `perform`. (Found in a compatibility review:
+    /// `newBackgroundContext()` followed by `mergePolicy = …` outside `perform` trapped.)
     public var mergePolicy: NSMergePolicy {
-        get {
-            assertOnQueue("mergePolicy")
-            return mergePolicyStorage
-        }
-        set {
-            assertOnQueue("mergePolicy")
-            mergePolicyStorage = newValue
-        }
+        get { settings.withLock { $0.mergePolicy } }
+        set { settings.withLock { $0.mergePolicy = newValue } }
     }
 
     /// When `true`, this context merges every save made by another context of the same
     /// coordinator, on its own queue, as if `mergeChanges(fromContextDidSave:)` were called.
+    /// May be read and set from any thread, like ``mergePolicy``; a save that another
+    /// thread broadcasts while this is being turned on may or may not be merged.
     public var automaticallyMergesChangesFromParent: Bool {
-        get {
-            assertOnQueue("automaticallyMergesChangesFromParent")
-            return automaticallyMerges
-        }
+        get { settings.withLock { $0.automaticallyMerges } }
         set {
-            assertOnQueue("automaticallyMergesChangesFromParent")
-            automaticallyMerges = newValue
-            if newValue { coordinator.addMergeObserver(self) } else { coordinator.removeMergeObserver(self) }
+            // The coordinator's list changes under the settings lock too, so that two
+            // threads setting it at once leave the flag and the list in agreement.
+            // (`persistentStoreCoordinator`, not `coordinator`: that one caches on the queue.)
+            guard let coordinator = persistentStoreCoordinator else {
+                preconditionFailure(
+                    "PersistenceKit: context '\(debugName)' has no persistentStoreCoordinator. Rule: set one before "
+                        + "automaticallyMergesChangesFromParent.")
+            }
+            settings.withLock { s in
+                s.automaticallyMerges = newValue
+                if newValue { coordinator.addMergeObserver(self) } else { coordinator.removeMergeObserver(self) }
+            }
         }
     }
 
