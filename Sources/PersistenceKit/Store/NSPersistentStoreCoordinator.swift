@@ -49,6 +49,11 @@ public final class NSPersistentStoreCoordinator: Sendable {
             } else {
                 durability = .full
             }
+            // `/dev/null` is Core Data's idiom for a throwaway store (Xcode's template uses it
+            // for previews and tests): an empty store whose saves go nowhere. An in-memory
+            // store is exactly that. (Found in a compatibility review: it was opened as a
+            // file, and the empty "file" was reported as a truncated header.)
+            if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url) }
             // FileStoreError passes through unwrapped: it names the file, offset and cause.
             return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
         },

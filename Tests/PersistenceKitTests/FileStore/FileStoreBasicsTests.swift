@@ -25,6 +25,29 @@ struct TemporaryFolder: ~Copyable {
         return container
     }
 
+    /// `/dev/null` as the store URL (Core Data's throwaway-store idiom) gives an empty store
+    /// that works and keeps nothing; each container gets its own.
+    @Test func devNullIsAThrowawayStore() async throws {
+        func load() async throws -> NSPersistentContainer {
+            let container = NSPersistentContainer(name: "Throwaway", managedObjectModel: try Fixtures.model())
+            container.persistentStoreDescriptions.first?.url = URL(fileURLWithPath: "/dev/null")
+            try await container.loadPersistentStores()
+            return container
+        }
+        let first = try await load()
+        let context = first.newBackgroundContext()
+        let count = try context.performAndWait {
+            Book(context: context).title = "kept in memory only"
+            try context.save()
+            return try context.count(for: Book.fetchRequest())
+        }
+        #expect(count == 1)
+        #expect(first.persistentStoreCoordinator.persistentStores.first?.type == NSInMemoryStoreType)
+        let second = try await load()
+        let other = second.newBackgroundContext()
+        #expect(try other.performAndWait { try other.count(for: Book.fetchRequest()) } == 0)
+    }
+
     @Test func savesSurviveCloseAndReopen() throws {
         let folder = try TemporaryFolder()
         var id: NSManagedObjectID?
