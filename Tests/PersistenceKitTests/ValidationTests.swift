@@ -92,6 +92,17 @@ private struct Problem: Hashable, Sendable {
                     ])
             #expect(error.detailedErrors.allSatisfy { $0.code != .validationMultipleErrors })
             #expect(!error.detailedErrors.contains { $0.objectID == fine.objectID })
+            // Read the Core Data way, as an NSError.
+            let ns = error as NSError
+            #expect(ns.domain == NSCocoaErrorDomain && ns.code == NSValidationMultipleErrorsError)
+            let details = try #require(ns.userInfo[NSDetailedErrorsKey] as? [NSError])
+            #expect(details.count == 4 && details.allSatisfy { $0.domain == NSCocoaErrorDomain })
+            #expect(
+                Set(details.map { "\($0.code) \($0.userInfo[NSValidationKeyErrorKey] as? String ?? "?")" })
+                    == ["\(NSValidationMissingMandatoryPropertyError) name", "\(NSValidationRelationshipLacksMinimumCountError) items",
+                        "\(NSValidationMissingMandatoryPropertyError) owner", "\(NSValidationRelationshipExceedsMaximumCountError) items"])
+            #expect((details.first?.userInfo[NSValidationObjectErrorKey] as? NSManagedObjectID) != nil)
+            #expect(ns.localizedDescription.contains("VTOwner.name"))
             // Every problem is named in the description.
             #expect(error.description.contains("VTOwner.name"))
             #expect(error.description.contains("VTItem.owner"))

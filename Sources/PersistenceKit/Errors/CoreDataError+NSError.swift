@@ -1,0 +1,68 @@
+import Foundation
+
+// Core Data code reads errors as `NSError`: `error as NSError`, then `code` against
+// Core Data's constants and `userInfo` under Core Data's keys. (Found in a compatibility
+// review: without this, the bridged error had the domain "PersistenceKit.CoreDataError" and
+// code 1, so such code compiled and read the wrong values.)
+
+/// The `userInfo` key of the individual errors of a `NSValidationMultipleErrorsError`.
+public let NSDetailedErrorsKey = "NSDetailedErrors"
+/// The `userInfo` key of the object a validation error is about. Holds its
+/// `NSManagedObjectID` (Core Data puts the object itself; objects do not leave their queue here).
+public let NSValidationObjectErrorKey = "NSValidationErrorObject"
+/// The `userInfo` key of the property a validation error is about.
+public let NSValidationKeyErrorKey = "NSValidationErrorKey"
+/// The `userInfo` key of the merge conflicts (`[NSMergeConflict]`) of a `NSManagedObjectMergeError`.
+public let NSPersistentStoreSaveConflictsErrorKey = "conflictList"
+
+/// Core Data's error code for a value that failed validation.
+public let NSManagedObjectValidationError = CoreDataError.Code.managedObjectValidation.rawValue
+/// Core Data's error code for several validation errors (see ``NSDetailedErrorsKey``).
+public let NSValidationMultipleErrorsError = CoreDataError.Code.validationMultipleErrors.rawValue
+/// Core Data's error code for a required property that is `nil`.
+public let NSValidationMissingMandatoryPropertyError = CoreDataError.Code.validationMissingMandatoryProperty.rawValue
+/// Core Data's error code for a to-many relationship below its minimum count.
+public let NSValidationRelationshipLacksMinimumCountError = CoreDataError.Code.validationRelationshipLacksMinimumCount.rawValue
+/// Core Data's error code for a to-many relationship above its maximum count.
+public let NSValidationRelationshipExceedsMaximumCountError =
+    CoreDataError.Code.validationRelationshipExceedsMaximumCount.rawValue
+/// Core Data's error code for a deletion refused by a deny rule.
+public let NSValidationRelationshipDeniedDeleteError = CoreDataError.Code.validationRelationshipDeniedDelete.rawValue
+/// Core Data's error code for an object that does not exist.
+public let NSManagedObjectReferentialIntegrityError = CoreDataError.Code.managedObjectReferentialIntegrity.rawValue
+/// Core Data's error code for an object of another coordinator or store.
+public let NSManagedObjectExternalRelationshipError = CoreDataError.Code.managedObjectExternalRelationship.rawValue
+/// Core Data's error code for a save that conflicts with changes saved elsewhere.
+public let NSManagedObjectMergeError = CoreDataError.Code.managedObjectMerge.rawValue
+/// Core Data's error code for an unknown store type.
+public let NSPersistentStoreInvalidTypeError = CoreDataError.Code.persistentStoreInvalidType.rawValue
+/// Core Data's error code for a store made with another model.
+public let NSPersistentStoreIncompatibleSchemaError = CoreDataError.Code.persistentStoreIncompatibleSchema.rawValue
+/// Core Data's error code for a store that failed to save.
+public let NSPersistentStoreSaveError = CoreDataError.Code.persistentStoreSave.rawValue
+/// Core Data's general error code.
+public let NSCoreDataError = CoreDataError.Code.coreData.rawValue
+/// Core Data's error code for a store that could not be opened.
+public let NSPersistentStoreOpenError = CoreDataError.Code.persistentStoreOpen.rawValue
+
+extension CoreDataError: CustomNSError {
+    /// `NSCocoaErrorDomain`, Core Data's domain.
+    public static var errorDomain: String { NSCocoaErrorDomain }
+
+    /// ``code``'s numeric value, as Core Data's.
+    public var errorCode: Int { code.rawValue }
+
+    /// The description (`NSLocalizedDescriptionKey`), and what Core Data's keys hold:
+    /// ``NSDetailedErrorsKey`` (as `NSError`s), ``NSValidationObjectErrorKey`` (the object ID),
+    /// ``NSValidationKeyErrorKey``, ``NSPersistentStoreSaveConflictsErrorKey`` and
+    /// `NSUnderlyingErrorKey`, each only when set.
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if !detailedErrors.isEmpty { info[NSDetailedErrorsKey] = detailedErrors.map { $0 as NSError } }
+        if let objectID { info[NSValidationObjectErrorKey] = objectID }
+        if let key { info[NSValidationKeyErrorKey] = key }
+        if !conflicts.isEmpty { info[NSPersistentStoreSaveConflictsErrorKey] = conflicts }
+        if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
+        return info
+    }
+}
