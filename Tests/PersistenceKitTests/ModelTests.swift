@@ -99,6 +99,14 @@ final class MTDerived: MTBase {
     @Attribute var name: String = ""
 }
 
+/// Classes used only by the `entity()` tests, so no other test's model claims them.
+final class EntityLookupItem: NSManagedObject {
+    @Attribute var title: String = ""
+}
+final class EntityLookupOrphan: NSManagedObject {
+    @Attribute var title: String = ""
+}
+
 @Suite struct ModelTests {
     // MARK: Helpers
 
@@ -189,6 +197,32 @@ final class MTDerived: MTBase {
     }
 
     // MARK: Two routes, one model
+
+    /// `Book.entity()`, as in Core Data: the entity of the class in the loaded model.
+    @Test func entityOfAClassComesFromTheLoadedModel() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [EntityLookupItem.self])
+        let container = NSPersistentContainer(name: "EntityLookup", managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        let box = ErrorBox()
+        container.loadPersistentStores { _, error in box.set(error) }
+        if let e = box.get() { throw e }
+        let entity = EntityLookupItem.entity()
+        #expect(entity === model.entitiesByName["EntityLookupItem"])
+        let context = container.newBackgroundContext()
+        let count = try context.performAndWait {
+            let item = EntityLookupItem(entity: EntityLookupItem.entity(), insertInto: context)
+            item.title = "made from entity()"
+            try context.save()
+            return try context.count(for: EntityLookupItem.fetchRequest())
+        }
+        #expect(count == 1)
+    }
+
+    @Test func entityOfAClassNoLoadedModelHasTraps() async {
+        await #expect(processExitsWith: .failure) {
+            _ = EntityLookupOrphan.entity()
+        }
+    }
 
     @Test func classModelEqualsHandBuiltModel() throws {
         let fromClasses = try Fixtures.model()

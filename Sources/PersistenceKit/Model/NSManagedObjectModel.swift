@@ -107,6 +107,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
                 byClass[ObjectIdentifier(e.managedObjectClass)] = e
             }
             entitiesByClass = byClass
+            EntityRegistry.register(sorted)
             sealedVersionHash = Self.hash(of: canonicalDescription)
             sealedLayoutHash = Self.hash(of: layoutDescription)
             sealed = true
