@@ -451,3 +451,46 @@ import Testing
         #expect(resolved?.entity.name == "Café Menü")
     }
 }
+
+/// Object IDs are Codable (as their URIs), so that `#Predicate` can capture them: filtering
+/// by a related object is written `$0.shelf?.objectID == shelfID`.
+@Suite struct ObjectIDCodingTests {
+    @Test func predicatesFilterByARelatedObjectsID() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let science = Shelf(context: context)
+            science.name = "Science"
+            let fiction = Shelf(context: context)
+            fiction.name = "Fiction"
+            for (title, shelf) in [("Cosmos", science), ("Dune", fiction), ("Gödel, Escher, Bach", science)] {
+                let b = Book(context: context)
+                b.title = title
+                b.shelf = shelf
+            }
+            try context.save()
+            let scienceID = science.objectID
+            let request = Book.fetchRequest()
+            request.predicate = #Predicate<Book> { $0.shelf?.objectID == scienceID }
+            request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.title, ascending: true)]
+            #expect(try context.fetch(request).map(\.title) == ["Cosmos", "Gödel, Escher, Bach"])
+        }
+    }
+
+    @Test func anIDRoundTripsThroughJSONWithItsCoordinator() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let id = try context.performAndWait {
+            let b = Book(context: context)
+            b.title = "encoded"
+            try context.save()
+            return b.objectID
+        }
+        let data = try JSONEncoder().encode([id])
+        let decoder = JSONDecoder()
+        decoder.userInfo[NSManagedObjectID.coordinatorUserInfoKey] = container.persistentStoreCoordinator
+        #expect(try decoder.decode([NSManagedObjectID].self, from: data) == [id])
+        // Without a coordinator to resolve it, decoding says what is missing.
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode([NSManagedObjectID].self, from: data) }
+    }
+}
