@@ -494,3 +494,50 @@ import Testing
         #expect(throws: DecodingError.self) { try JSONDecoder().decode([NSManagedObjectID].self, from: data) }
     }
 }
+
+/// `hasFault(forRelationshipNamed:)` and `objectIDs(forRelationshipNamed:)`, as in Core Data:
+/// a relationship's targets, asked about without making objects of them.
+@Suite struct RelationshipFaultTests {
+    @Test func relationshipIDsComeWithoutLoadingTheTargets() throws {
+        let container = try Fixtures.container()
+        let writer = container.newBackgroundContext()
+        let (shelfID, bookIDs, looseID) = try writer.performAndWait {
+            let shelf = Shelf(context: writer)
+            shelf.name = "Science"
+            let books = (0..<2).map { i -> Book in
+                let b = Book(context: writer)
+                b.title = "b\(i)"
+                b.shelf = shelf
+                return b
+            }
+            let loose = Book(context: writer)
+            loose.title = "loose"
+            try writer.save()
+            return (shelf.objectID, Set(books.map(\.objectID)), loose.objectID)
+        }
+        let reader = container.newBackgroundContext()
+        reader.performAndWait {
+            let shelf = reader.object(with: shelfID)
+            #expect(shelf.isFault && shelf.hasFault(forRelationshipNamed: "books"))
+            #expect(Set(shelf.objectIDs(forRelationshipNamed: "books")) == bookIDs)
+            #expect(shelf.hasFault(forRelationshipNamed: "books"), "asking for the IDs makes no objects")
+            #expect(bookIDs.allSatisfy { reader.registeredObject(for: $0) == nil })
+            _ = (shelf as? Shelf)?.books.count
+            #expect(!shelf.hasFault(forRelationshipNamed: "books"))
+
+            let book = reader.object(with: bookIDs.first!)
+            _ = (book as? Book)?.title
+            #expect(book.objectIDs(forRelationshipNamed: "shelf") == [shelfID])
+            let loose = reader.object(with: looseID)
+            #expect(loose.objectIDs(forRelationshipNamed: "shelf") == [])
+            #expect(!loose.hasFault(forRelationshipNamed: "shelf"))
+        }
+    }
+
+    @Test func askingAboutAnAttributeTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let context = try Fixtures.container().newBackgroundContext()
+            context.performAndWait { _ = Book(context: context).hasFault(forRelationshipNamed: "title") }
+        }
+    }
+}

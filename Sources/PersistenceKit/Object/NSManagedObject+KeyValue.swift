@@ -39,8 +39,9 @@ extension NSManagedObject {
     ///
     /// Attributes take any Swift value that converts to their type: integers must fit
     /// exactly (an `Int` for an Integer 16 attribute, if it fits); floating-point values
-    /// are rounded to a Double or Float attribute's precision. To-one relationships take an object of the
-    /// destination entity or `nil`; to-many relationships take a `Set` or `Array` of them.
+    /// are rounded to a Double or Float attribute's precision. To-one relationships take an
+    /// object of the destination entity or `nil`; to-many relationships take a `Set` or
+    /// `Array` of them.
     ///
     /// Traps when `key` is unknown or the value has the wrong type — the message names the
     /// entity, key and expected type (Core Data raises an exception). Use
