@@ -103,6 +103,27 @@ public final class NSPersistentStoreCoordinator: Sendable {
         return store
     }
 
+    /// Deletes the store of type `storeType` at `url`, as Core Data's method of this name:
+    /// for a file store, the file and its sidecars (``FileStore/destroy(at:)``); nothing for
+    /// an in-memory store or the URL `/dev/null`. Nothing to delete is not an error.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for another type; for a file
+    ///   store, ``FileStoreError`` `.inUse` when it is open in this process (remove it from
+    ///   its coordinators first), `.lockedByAnotherProcess`, or `.io`.
+    public func destroyPersistentStore(at url: URL, ofType storeType: String, options: [String: String]? = nil) throws {
+        switch storeType {
+        case NSInMemoryStoreType: return
+        case NSFileStoreType:
+            if url.isFileURL, url.standardizedFileURL.path == "/dev/null" { return }
+            try FileStore.destroy(at: url)
+        default:
+            throw CoreDataError(
+                .persistentStoreInvalidType,
+                "cannot destroy a store of type '\(storeType)'; this coordinator destroys \(NSFileStoreType) and "
+                    + "\(NSInMemoryStoreType) stores.")
+        }
+    }
+
     /// Adds a store built elsewhere (for example a custom ``PersistentStore``).
     ///
     /// - Throws: ``CoreDataError`` `.persistentStoreAlreadyAdded` when this store (or its

@@ -25,6 +25,37 @@ struct TemporaryFolder: ~Copyable {
         return container
     }
 
+    /// `destroyPersistentStore(at:ofType:options:)` deletes a closed store and its sidecars,
+    /// and refuses a store open in this process without touching it.
+    @Test func destroyingAStoreDeletesItsFilesButNotWhileItIsOpen() throws {
+        let folder = try TemporaryFolder()
+        let url = folder.storeURL
+        let container = try self.container(at: url)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            Book(context: context).title = "doomed"
+            try context.save()
+        }
+        let coordinator = container.persistentStoreCoordinator
+        let error = #expect(throws: FileStoreError.self) {
+            try coordinator.destroyPersistentStore(at: url, ofType: NSFileStoreType)
+        }
+        #expect(error?.kind == .inUse)
+        #expect(try context.performAndWait { try context.count(for: Book.fetchRequest()) } == 1)
+
+        for store in coordinator.persistentStores { try coordinator.remove(store) }
+        try coordinator.destroyPersistentStore(at: url, ofType: NSFileStoreType)
+        for suffix in ["", "-lock", "-new", "-compact"] {
+            #expect(!FileManager.default.fileExists(atPath: url.path + suffix), "\(suffix) is left")
+        }
+        try coordinator.destroyPersistentStore(at: url, ofType: NSFileStoreType)  // nothing left: no error
+        let again = try self.container(at: url)
+        let fresh = again.newBackgroundContext()
+        #expect(try fresh.performAndWait { try fresh.count(for: Book.fetchRequest()) } == 0)
+        try FSSupport.close(again)
+        #expect(throws: CoreDataError.self) { try coordinator.destroyPersistentStore(at: url, ofType: "SQLite") }
+    }
+
     /// `/dev/null` as the store URL (Core Data's throwaway-store idiom) gives an empty store
     /// that works and keeps nothing; each container gets its own.
     @Test func devNullIsAThrowawayStore() async throws {

@@ -216,6 +216,54 @@ public final class FileStore: PersistentStore {
         }
     }
 
+    /// Deletes the store at `url`: the store file and its `-lock`, `-new` and `-compact`
+    /// sidecars. Nothing to delete is not an error. Used as Core Data's
+    /// `destroyPersistentStore(at:ofType:options:)`.
+    ///
+    /// - Throws: ``FileStoreError`` — `.inUse` when the store is open in this process (close
+    ///   it, or remove it from its coordinators, first); `.lockedByAnotherProcess`; `.io`.
+    public static func destroy(at url: URL) throws(FileStoreError) {
+        guard url.isFileURL else {
+            throw FileStoreError(.io, path: url.absoluteString, "a file store needs a file URL, not \(url.absoluteString).")
+        }
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        let directory = (path as NSString).deletingLastPathComponent
+        guard FileManager.default.fileExists(atPath: directory) else { return }
+        let key = StoreLock.key(forStoreAt: path)
+        var found: FileStore?
+        defer { withExtendedLifetime(found) {} }  // released after the table's lock, as in `open`
+        try openStores.withLock { stores throws(FileStoreError) in
+            found = stores[key]?.store
+            if let existing = found, !existing.isClosed {
+                throw FileStoreError(
+                    .inUse, path: path,
+                    "the store is open in this process; close it (or remove it from every coordinator) before destroying it.")
+            }
+            // The store's own lock, so that no process opens it while its files go.
+            let fs = PosixFileSystem()
+            StoreLock.claim(key)
+            let lockFile: any StoreFile
+            do throws(FileStoreError) {
+                lockFile = try io(path, "opening the lock file") { try fs.open(path + "-lock", create: true) }
+            } catch {
+                StoreLock.unclaim(key)
+                throw error
+            }
+            let lock = StoreLock(claim: key, file: lockFile)
+            defer { lock.release() }
+            guard try io(path, "locking the store", { try lockFile.tryLock() }) else {
+                throw FileStoreError(
+                    .lockedByAnotherProcess, path: path,
+                    "another process has this store open. Close it there before destroying the store.")
+            }
+            try io(path, "deleting the store") {
+                for suffix in ["", "-new", "-compact"] { try fs.remove(path + suffix) }
+                try fs.remove(path + "-lock")  // last: its lock kept others out until now
+                try fs.syncDirectory(directory)
+            }
+        }
+    }
+
     private init(path: String, key: String, url: URL, model: NSManagedObjectModel, options: Options) throws(FileStoreError) {
         self.path = path
         self.key = key

@@ -24,6 +24,9 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         case io
         /// The store was closed.
         case closed
+        /// The store is open in this process, so it cannot be destroyed (see
+        /// ``FileStore/destroy(at:)``).
+        case inUse
     }
 
     /// What went wrong.
