@@ -39,6 +39,39 @@ private let standardBooks: [(String, Int64)] = [
         #expect(NSFetchRequest<NSManagedObject>(entityName: "Author").entityName == "Author")
     }
 
+    /// `shouldRefreshRefetchedObjects`: a loaded object fetched again takes the values another
+    /// context saved since, keeping its own unsaved changes; without it, it keeps its values.
+    @Test(arguments: [false, true])
+    func refetchedObjectsRefreshOnlyWhenAsked(refresh: Bool) throws {
+        let container = try Fixtures.container()
+        let reader = container.newBackgroundContext()
+        let writer = container.newBackgroundContext()
+        let id = try writer.performAndWait {
+            let b = Book(context: writer)
+            b.title = "old"
+            b.pages = 1
+            try writer.save()
+            return b.objectID
+        }
+        reader.performAndWait {
+            let b = reader.object(with: id) as? Book
+            #expect(b?.title == "old")
+            b?.pages = 2  // an unsaved change of the reader's
+        }
+        try writer.performAndWait {
+            (writer.object(with: id) as? Book)?.title = "new"
+            try writer.save()
+        }
+        let (title, pages) = try reader.performAndWait {
+            let request = Book.fetchRequest()
+            request.shouldRefreshRefetchedObjects = refresh
+            let b = try #require(try reader.fetch(request).first)
+            return (b.title, b.pages)
+        }
+        #expect(title == (refresh ? "new" : "old"))
+        #expect(pages == 2, "the unsaved change is kept either way")
+    }
+
     @Test func predicateFiltersObjects() async throws {
         let container = try Fixtures.container()
         try await seedBooks(container, standardBooks)

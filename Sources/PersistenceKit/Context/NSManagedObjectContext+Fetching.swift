@@ -179,6 +179,10 @@ extension NSManagedObjectContext {
         }
         if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
+        if request.shouldRefreshRefetchedObjects {
+            // Faults load current values anyway; inserted objects have no row to refresh from.
+            for o in matches where o.flags.isDisjoint(with: [.fault, .inserted]) { refresh(o, mergeChanges: true) }
+        }
         if !request.returnsObjectsAsFaults {
             for o in matches where o.flags.contains(.fault) { o.fireFault() }
         }

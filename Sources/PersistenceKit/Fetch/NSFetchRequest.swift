@@ -62,6 +62,11 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
     /// Whether returned objects may be faults (values loaded on first access). Defaults to
     /// `true`; objects read by a predicate are loaded anyway.
     public var returnsObjectsAsFaults: Bool = true
+    /// Whether objects this context had already loaded take the store's current values when
+    /// a fetch returns them again (their unsaved changes kept on top, as
+    /// `refresh(_:mergeChanges: true)` does). Defaults to `false`: a registered object keeps
+    /// the values it has, and only the predicate sees the newer row.
+    public var shouldRefreshRefetchedObjects: Bool = false
     /// What the fetch returns. Defaults to managed objects.
     public var resultType: NSFetchRequestResultType = .managedObjectResultType
     /// Not used (all relationships fault lazily); kept for source compatibility.
