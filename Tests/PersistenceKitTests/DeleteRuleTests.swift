@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import PersistenceKit
 
@@ -321,5 +322,62 @@ private func seedLibrary(_ container: NSPersistentContainer) async throws -> Lib
         try context.save()
         #expect(book.authors.isEmpty)
         #expect(!book.hasPersistentChangedValues && !context.hasChanges)
+    }
+}
+
+/// An in-memory store that counts the single-row reads the context makes.
+final class RowReadCountingStore: PersistentStore {
+    let base: InMemoryStore
+    let rowReads = Atomic<Int>(0)
+
+    init(model: NSManagedObjectModel) { base = InMemoryStore(model: model) }
+
+    var identifier: String { base.identifier }
+    var type: String { base.type }
+    var url: URL? { base.url }
+    var metadata: [String: String] { base.metadata }
+    func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
+        try base.allocatePrimaryKeys(entity: entity, count: count)
+    }
+    func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult { try base.commit(transaction) }
+    func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] { try base.fetchRows(entity: entity, filter: filter) }
+    func countRows(entity: Int32, filter: StoreFilter?) throws -> Int { try base.countRows(entity: entity, filter: filter) }
+    func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
+        rowReads.add(1, ordering: .relaxed)
+        return try base.fetchRow(id)
+    }
+    func rowVersion(_ id: StoreRowID) throws -> Int64? { try base.fetchRow(id)?.version }  // the cheap path: not counted
+}
+
+@Suite struct DeleteRuleCostTests {
+    /// Found in review: after the first deletion changed the shelf, every later pass of the
+    /// delete rules re-read and decoded the shelf's whole row to see whether it was current,
+    /// so deleting books one pass at a time was quadratic. The version is checked first now.
+    @Test func deletingOnePassAtATimeDoesNotReReadTheSharedTarget() throws {
+        let model = try Fixtures.model()
+        let store = RowReadCountingStore(model: model)
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(store)
+        let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
+        try context.performAndWait {
+            let shelf = Shelf(context: context)
+            shelf.name = "long"
+            for i in 0..<200 {
+                let b = Book(context: context)
+                b.title = "b\(i)"
+                b.shelf = shelf
+            }
+            try context.save()
+            let books = Array(shelf.books)
+            let before = store.rowReads.load(ordering: .relaxed)
+            for b in books {
+                context.delete(b)
+                context.processPendingChanges()  // one pass of the delete rules per deletion
+            }
+            let reads = store.rowReads.load(ordering: .relaxed) - before
+            #expect(reads < 10, "\(reads) row reads for 200 deletions")
+            #expect(shelf.books.isEmpty)
+            try context.save()
+        }
     }
 }

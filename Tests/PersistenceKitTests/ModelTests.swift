@@ -106,6 +106,8 @@ final class EntityLookupItem: NSManagedObject {
 final class EntityLookupOrphan: NSManagedObject {
     @Attribute var title: String = ""
 }
+/// A class whose entity is built in code and names it only by `managedObjectClassName`.
+final class EntityLookupByName: NSManagedObject {}
 
 @Suite struct ModelTests {
     // MARK: Helpers
@@ -216,6 +218,24 @@ final class EntityLookupOrphan: NSManagedObject {
             return try context.count(for: EntityLookupItem.fetchRequest())
         }
         #expect(count == 1)
+    }
+
+    /// Found in review: an entity built in code that names its class only by
+    /// `managedObjectClassName` served `init(context:)` but not `entity()`.
+    @Test func entityOfAClassNamedByAHandBuiltEntity() throws {
+        let entity = NSEntityDescription()
+        entity.name = "EntityLookupByName"
+        entity.managedObjectClassName = "EntityLookupByName"
+        entity.properties = [NSAttributeDescription(name: "title", type: .stringAttributeType)]
+        let model = NSManagedObjectModel()
+        model.entities = [entity]
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil)
+        let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
+        context.performAndWait {
+            #expect(EntityLookupByName(context: context).entity === entity)
+            #expect(EntityLookupByName.entity() === entity)
+        }
     }
 
     @Test func entityOfAClassNoLoadedModelHasTraps() async {

@@ -231,7 +231,12 @@ extension NSManagedObjectContext {
     /// is newer than its snapshot (keeping its own changes on top).
     func bringUpToDate(_ t: NSManagedObject) {
         guard t.flags.isDisjoint(with: [.fault, .inserted, .deleted, .invalidated]), let snapshot = t.snapshot,
-            let row = rowForFault(t), row.version > snapshot.version
+            let id = t.rowID, let store = try? coordinator.primaryStore(for: "bringing an object up to date")
+        else { return }
+        // The version first, from the row table: most calls find the object current, and
+        // decoding its row each time (a shelf with all its book keys) made deleting books
+        // one pass at a time quadratic (found in review: 4,000 deletions took 3.6 s).
+        guard let version = try? store.rowVersion(id), version > snapshot.version, let row = try? store.fetchRow(id)
         else { return }
         rebase(t, onto: row)
     }

@@ -16,21 +16,32 @@ extension NSManagedObject {
     }
 }
 
-/// The entities of loaded models, by class, for ``NSManagedObject/entity()``. Holds them
+/// The entities of loaded models, by class, for ``NSManagedObject/entity()``: the same rule
+/// as `NSManagedObjectModel.entity(for:)`, by the class itself, else by class name (an entity
+/// built in code names its class with `managedObjectClassName`; found in review: such an
+/// entity's class could `init(context:)` but not find its `entity()`). Holds entities
 /// weakly: a model that is freed leaves the table.
 enum EntityRegistry {
+    private enum Key: Hashable {
+        case type(ObjectIdentifier)
+        case name(String)
+    }
+
     private struct WeakEntity {
         weak var entity: NSEntityDescription?
     }
 
-    private static let table = Lock<[ObjectIdentifier: [WeakEntity]]>([:])
+    private static let table = Lock<[Key: [WeakEntity]]>([:])
 
     /// Records the entities of a model being loaded; each becomes its class's answer.
     static func register(_ entities: [NSEntityDescription]) {
         var kept: [NSEntityDescription] = []  // released after the lock (see below)
         table.withLock { table in
-            for e in entities where e.managedObjectClass != NSManagedObject.self {
-                let key = ObjectIdentifier(e.managedObjectClass)
+            for e in entities {
+                let key: Key =
+                    e.managedObjectClass != NSManagedObject.self
+                    ? .type(ObjectIdentifier(e.managedObjectClass)) : .name(e.managedObjectClassName)
+                if case .name("NSManagedObject") = key { continue }
                 var list = table[key, default: []]
                 // Strong references to the live ones leave the lock in `kept`: releasing the
                 // last one inside it would free a model while the table is locked.
@@ -43,8 +54,13 @@ enum EntityRegistry {
         withExtendedLifetime(kept) {}
     }
 
-    /// The most recently registered live entity of `type`.
+    /// The most recently registered live entity of `type`: by the class, else by its name.
     static func entity(for type: NSManagedObject.Type) -> NSEntityDescription? {
-        table.withLock { $0[ObjectIdentifier(type)]?.reversed().lazy.compactMap(\.entity).first }
+        table.withLock { table in
+            for key in [Key.type(ObjectIdentifier(type)), .name(String(describing: type))] {
+                if let e = table[key]?.reversed().lazy.compactMap(\.entity).first { return e }
+            }
+            return nil
+        }
     }
 }

@@ -45,11 +45,17 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Whether the row exists. Implement it when the answer is cheaper than fetching the
     /// row; the default fetches it.
     func containsRow(_ id: StoreRowID) throws -> Bool
+    /// The row's version, or `nil` when there is no such row. Implement it when the answer is
+    /// cheaper than fetching the row; the default fetches it.
+    func rowVersion(_ id: StoreRowID) throws -> Int64?
 }
 
 extension PersistentStore {
     /// Whether the row exists, by fetching it.
     public func containsRow(_ id: StoreRowID) throws -> Bool { try fetchRow(id) != nil }
+
+    /// The row's version, by fetching it.
+    public func rowVersion(_ id: StoreRowID) throws -> Int64? { try fetchRow(id)?.version }
 
     /// Does nothing: a store whose keys do not outlive it has nothing to record.
     public func recordAllocatedKeys(entities: [Int32]) throws {}

@@ -27,6 +27,14 @@ extension FileStore {
         }
     }
 
+    /// See ``PersistentStore``. From the row table: nothing is decoded.
+    public func rowVersion(_ id: StoreRowID) throws -> Int64? {
+        try state.withLock { s throws(FileStoreError) -> Int64? in
+            try prepare(&s)
+            return s.tables[id.entity]?.rows[id.primaryKey]?.version
+        }
+    }
+
     /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in

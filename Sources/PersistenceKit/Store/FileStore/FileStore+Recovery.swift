@@ -74,7 +74,7 @@ extension FileStore {
     /// was there before (the last session crashed). Closes what it opened when it throws.
     ///
     /// - Throws: ``FileStoreError/Kind/lockedByAnotherProcess``, or `.io`.
-    private static func lockFileLocked(
+    static func lockFileLocked(
         _ lockPath: String, path: String, fs: any StoreFileSystem
     ) throws(FileStoreError) -> (any StoreFile, crashed: Bool) {
         var crashed = fs.fileExists(lockPath)

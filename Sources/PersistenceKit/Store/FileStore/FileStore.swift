@@ -240,22 +240,21 @@ public final class FileStore: PersistentStore {
                     "the store is open in this process; close it (or remove it from every coordinator) before destroying it.")
             }
             // The store's own lock, so that no process opens it while its files go.
+            // Taken as an open takes it, checking that the locked `-lock` is still the one
+            // the path names (found in review: a lock taken on a `-lock` that a closing
+            // process had just unlinked would have let this delete a store another process
+            // was opening).
             let fs = PosixFileSystem()
             StoreLock.claim(key)
             let lockFile: any StoreFile
             do throws(FileStoreError) {
-                lockFile = try io(path, "opening the lock file") { try fs.open(path + "-lock", create: true) }
+                (lockFile, _) = try lockFileLocked(path + "-lock", path: path, fs: fs)
             } catch {
                 StoreLock.unclaim(key)
                 throw error
             }
             let lock = StoreLock(claim: key, file: lockFile)
             defer { lock.release() }
-            guard try io(path, "locking the store", { try lockFile.tryLock() }) else {
-                throw FileStoreError(
-                    .lockedByAnotherProcess, path: path,
-                    "another process has this store open. Close it there before destroying the store.")
-            }
             try io(path, "deleting the store") {
                 for suffix in ["", "-new", "-compact"] { try fs.remove(path + suffix) }
                 try fs.remove(path + "-lock")  // last: its lock kept others out until now
