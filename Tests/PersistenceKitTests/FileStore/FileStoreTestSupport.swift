@@ -36,6 +36,20 @@ enum FSSupport {
         for store in fileStores(container) { try store.close() }
     }
 
+    /// Expects another process opening the store at `path` to get `lockedByAnotherProcess`
+    /// (naming that path).
+    static func expectLockedInAnotherProcess(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await #expect(processExitsWith: .exitCode(42), sourceLocation: sourceLocation) { [path = path as String] in
+            do {
+                let store = try FileStore.open(at: URL(fileURLWithPath: path), model: try Fixtures.model())
+                try store.close()
+                exit(1)
+            } catch let e as FileStoreError {
+                exit(e.kind == .lockedByAnotherProcess && e.path == URL(fileURLWithPath: path).standardizedFileURL.path ? 42 : 2)
+            }
+        }
+    }
+
     /// The path a `FileStoreError` names for `url`.
     static func path(_ url: URL) -> String { url.standardizedFileURL.path }
 

@@ -283,15 +283,7 @@ final class FSCourse: NSManagedObject {
         let folder = try TemporaryFolder()
         let container = try FSSupport.container(at: folder.storeURL)
         let path = folder.storeURL.path
-        await #expect(processExitsWith: .exitCode(42)) { [path = path as String] in
-            do {
-                let store = try FileStore.open(at: URL(fileURLWithPath: path), model: try Fixtures.model())
-                try store.close()
-                exit(1)
-            } catch let e as FileStoreError {
-                exit(e.kind == .lockedByAnotherProcess && e.path == URL(fileURLWithPath: path).standardizedFileURL.path ? 42 : 2)
-            }
-        }
+        await FSSupport.expectLockedInAnotherProcess(path)
         // Once this process closes it, another process can open it.
         try FSSupport.close(container)
         await #expect(processExitsWith: .success) { [path = path as String] in

@@ -127,16 +127,7 @@ final class LockWatchingFile: StoreFile {
         let reopened = try Self.openWhileTheLastOwnerIsFreed(folder.storeURL, events: events)
         #expect(events.log == ["locked", "closing", "closed", "locked"])
         #expect(FileManager.default.fileExists(atPath: folder.storeURL.path + "-lock"))
-        let path = folder.storeURL.path
-        await #expect(processExitsWith: .exitCode(42)) { [path = path as String] in
-            do {
-                let store = try FileStore.open(at: URL(fileURLWithPath: path), model: try Fixtures.model())
-                try store.close()
-                exit(1)
-            } catch let e as FileStoreError {
-                exit(e.kind == .lockedByAnotherProcess ? 42 : 2)
-            }
-        }
+        await FSSupport.expectLockedInAnotherProcess(folder.storeURL.path)
         try reopened.close()
     }
 
