@@ -50,9 +50,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     @Test(arguments: ["objectTrump", "storeTrump", "overwrite"])
     func deleteConflictWithAddedManyToManyLink(policy: String) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let bookID = try seed.performAndWait {
             let b = Book(context: seed)
@@ -155,9 +153,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     @Test(arguments: [1, 2, 3, 4])
     func conflictResolutionTouchesDeletedFault(policyIndex: Int) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, coverID) = try seed.performAndWait {
             let b = Book(context: seed)
@@ -194,9 +190,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     /// listing a book whose shelf is s2 (either A's save fixes s1, or it reports a conflict).
     @Test func movingABookOutOfAStaleShelfLeavesItListed() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (s1, s2) = try seed.performAndWait {
             let a = Shelf(context: seed)
@@ -239,9 +233,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     @Test(arguments: [1, 2, 3])
     func deleteConflictWithMovedToOne(policyIndex: Int) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, s2) = try seed.performAndWait {
             let a = Shelf(context: seed)
@@ -286,9 +278,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     /// store must not keep a book whose shelf row is gone.
     @Test func mergeIntoPendingDeletionThenSave() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let shelfID = try seed.performAndWait {
             let s = Shelf(context: seed)
@@ -324,9 +314,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
     /// deletion (not in conflict) is saved: S must not list the deleted b2.
     @Test func rollbackPolicyKeepsDeletedBookListed() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (shelfID, b2) = try seed.performAndWait {
             let s = Shelf(context: seed)
@@ -380,9 +368,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     /// save) and must let go of it as Q's row does.
     @Test func addThenRemoveOnAStaleSourceWritesBothEnds() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let bookID = try seed.performAndWait {
             let b = Book(context: seed)
@@ -421,9 +407,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     /// fetches X (no authors now), adds Q to it and saves: Q's row must list X again.
     @Test func linkToAStaleTargetThatStillListsTheSource() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, authorID) = try seed.performAndWait {
             let x = Book(context: seed)
@@ -465,9 +449,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     @Test(arguments: [1, 2, 3], ["book.shelf", "shelf.books"])
     func moveOfAStaleBookAgainstAShelfItLeftAndRejoined(policyIndex: Int, via: String) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, shelfID) = try seed.performAndWait {
             let s = Shelf(context: seed)
@@ -520,9 +502,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     @Test(arguments: [1, 2, 3])
     func removalFromAStaleSetAgainstALinkRemadeElsewhere(policyIndex: Int) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, authorID) = try seed.performAndWait {
             let x = Book(context: seed)
@@ -584,9 +564,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     @Test(arguments: ["cascade", "nullify", "rerun"])
     func deleteRuleReachesARowDeletedElsewhere(path: String) throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         func there(_ id: NSManagedObjectID) -> NSManagedObjectID {
             c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: id.uriRepresentation())!
         }
@@ -652,9 +630,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     /// without X.
     @Test func nullifyOnAChangedTargetReadBeforeTheSameChangeWasSavedElsewhere() throws {
         let folder = try TemporaryFolder()
-        let model = try Fixtures.model()
-        let c1 = try FSSupport.container(at: folder.storeURL, model: model, name: "c1")
-        let c2 = try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+        let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (bookID, authorID) = try seed.performAndWait {
             let x = Book(context: seed)
@@ -691,4 +667,14 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         #expect(books == 0)
         #expect(listed == [0])
     }
+}
+
+/// Two containers — two coordinators — on one new file store in `folder`, as the conflict
+/// tests use them: each side saves what the other has not merged.
+func twoCoordinators(on folder: borrowing TemporaryFolder) throws -> (NSPersistentContainer, NSPersistentContainer) {
+    let model = try Fixtures.model()
+    return (
+        try FSSupport.container(at: folder.storeURL, model: model, name: "c1"),
+        try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
+    )
 }
