@@ -206,7 +206,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
         let bookURI = try b.performAndWait {
             let book = Book(context: b)
             book.title = "new"
-            book.shelf = (b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: s1.uriRepresentation())!) as! Shelf)
+            book.shelf = b.object(sameAs: s1, as: Shelf.self)
             try b.save()
             return book.objectID.uriRepresentation()
         }
@@ -382,7 +382,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         let authorURI = try b.performAndWait {
             let q = Author(context: b)
             q.name = "Q"
-            q.$books.insert(b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book)
+            q.$books.insert(b.object(sameAs: bookID, as: Book.self))
             try b.save()
             return q.objectID.uriRepresentation()
         }
@@ -422,7 +422,7 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         a.performAndWait { _ = (a.object(with: authorID) as! Author).books.count }  // Q loaded: lists X
         let b = c2.newBackgroundContext()
         try b.performAndWait {
-            let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
+            let x = b.object(sameAs: bookID, as: Book.self)
             x.$authors.removeAll()
             try b.save()
         }
@@ -468,8 +468,8 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         let b = c2.newBackgroundContext()
         func otherSetsShelf(_ on: Bool) throws {
             try b.performAndWait {
-                let book = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
-                book.shelf = on ? (b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: shelfID.uriRepresentation())!) as! Shelf) : nil
+                let book = b.object(sameAs: bookID, as: Book.self)
+                book.shelf = on ? b.object(sameAs: shelfID, as: Shelf.self) : nil
                 try b.save()
             }
         }
@@ -521,8 +521,8 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         let b = c2.newBackgroundContext()
         func otherLinks(_ on: Bool) throws {
             try b.performAndWait {
-                let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
-                let q = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: authorID.uriRepresentation())!) as! Author
+                let x = b.object(sameAs: bookID, as: Book.self)
+                let q = b.object(sameAs: authorID, as: Author.self)
                 if on { x.$authors.insert(q) } else { x.$authors.remove(q) }
                 try b.save()
             }
@@ -565,9 +565,6 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
     func deleteRuleReachesARowDeletedElsewhere(path: String) throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
-        func there(_ id: NSManagedObjectID) -> NSManagedObjectID {
-            c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: id.uriRepresentation())!
-        }
         let seed = c1.newBackgroundContext()
         let (bookID, shelfID, coverID) = try seed.performAndWait {
             let s = Shelf(context: seed)
@@ -588,8 +585,8 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
                 a.processPendingChanges()  // S has no books yet
             }
             let info = try other.performAndWait {
-                let book = other.object(with: there(bookID)) as! Book
-                let shelf = other.object(with: there(shelfID)) as! Shelf
+                let book = other.object(sameAs: bookID, as: Book.self)
+                let shelf = other.object(sameAs: shelfID, as: Shelf.self)
                 book.shelf = shelf
                 try other.save()
                 return [NSUpdatedObjectIDsKey: [book.objectID, shelf.objectID]]
@@ -599,11 +596,11 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         a.performAndWait { _ = (a.object(with: bookID) as! Book).title }  // B loaded; its cover and shelf unfired faults
         try other.performAndWait {
             if path == "nullify" {
-                (other.object(with: there(bookID)) as! Book).shelf = nil
+                other.object(sameAs: bookID, as: Book.self).shelf = nil
                 try other.save()
-                other.delete(other.object(with: there(shelfID)))
+                other.delete(other.object(sameAs: shelfID, as: Shelf.self))
             } else {
-                other.delete(other.object(with: there(coverID)))
+                other.delete(other.object(sameAs: coverID, as: Cover.self))
             }
             try other.save()
         }
@@ -647,8 +644,8 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
         }
         let b = c2.newBackgroundContext()
         try b.performAndWait {
-            let x = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: bookID.uriRepresentation())!) as! Book
-            let q = b.object(with: c2.persistentStoreCoordinator.managedObjectID(forURIRepresentation: authorID.uriRepresentation())!) as! Author
+            let x = b.object(sameAs: bookID, as: Book.self)
+            let q = b.object(sameAs: authorID, as: Author.self)
             x.$authors.insert(q)
             try b.save()
         }
@@ -677,4 +674,15 @@ func twoCoordinators(on folder: borrowing TemporaryFolder) throws -> (NSPersiste
         try FSSupport.container(at: folder.storeURL, model: model, name: "c1"),
         try FSSupport.container(at: folder.storeURL, model: model, name: "c2")
     )
+}
+
+extension NSManagedObjectContext {
+    /// The object that `id`, made by another coordinator of the same store, names in this
+    /// context (through its URI). Traps with the ID when it does not resolve or is not a `T`.
+    func object<T: NSManagedObject>(sameAs id: NSManagedObjectID, as _: T.Type) -> T {
+        guard let mine = persistentStoreCoordinator?.managedObjectID(forURIRepresentation: id.uriRepresentation()),
+            let object = self.object(with: mine) as? T
+        else { preconditionFailure("\(id) does not name a \(T.self) in context \(self)") }
+        return object
+    }
 }
