@@ -152,7 +152,9 @@ enum BITSupport {
         #expect(text.contains("title"), "stderr: \(text)")
     }
 
-    @Test func firingAFaultForARowDeletedElsewhereTraps() async {
+    /// With `shouldDeleteInaccessibleFaults` off (on, the object becomes a deleted one:
+    /// InaccessibleFaultTests).
+    @Test func firingAFaultForARowDeletedElsewhereTrapsWhenInaccessibleFaultsAreNotDeleted() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()
             let writer = container.newBackgroundContext()
@@ -162,6 +164,7 @@ enum BITSupport {
                 return book.objectID
             }
             let reader = container.newBackgroundContext()
+            reader.shouldDeleteInaccessibleFaults = false
             let fault = reader.performAndWait { reader.object(with: id) as? Book }
             try writer.performAndWait {
                 writer.delete(writer.object(with: id))
@@ -172,8 +175,9 @@ enum BITSupport {
             }
         }
         let text = BITSupport.stderr(result)
-        #expect(text.contains("fault"), "stderr: \(text)")
+        #expect(text.contains("could not fulfill the fault"), "stderr: \(text)")
         #expect(text.contains("Book"), "stderr: \(text)")
+        #expect(text.contains("shouldDeleteInaccessibleFaults"), "stderr: \(text)")
     }
 
     @Test func relatingObjectsOfDifferentContextsTraps() async {

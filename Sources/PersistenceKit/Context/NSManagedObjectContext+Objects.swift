@@ -238,11 +238,16 @@ extension NSManagedObjectContext {
         return fault(for: key, entity: entity, holding: row)
     }
 
-    /// The row to fill a fault with, straight from the store.
+    /// The row to fill a fault with, straight from the store (nil when it is gone, or the
+    /// store cannot be read).
     func rowForFault(_ object: NSManagedObject) -> StoreRow? {
-        guard let row = object.rowID, let store = try? coordinator.primaryStore(for: "firing a fault") else {
-            return nil
-        }
-        return try? store.fetchRow(row)
+        (try? loadRowForFault(object)) ?? nil
+    }
+
+    /// The row to fill a fault with: nil when the store has no such row (or the object none);
+    /// throws when there is no store or it fails to read the row — which is not a missing row.
+    func loadRowForFault(_ object: NSManagedObject) throws -> StoreRow? {
+        guard let row = object.rowID else { return nil }
+        return try coordinator.primaryStore(for: "firing a fault").fetchRow(row)
     }
 }

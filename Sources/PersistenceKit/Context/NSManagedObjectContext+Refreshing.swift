@@ -107,6 +107,7 @@ extension NSManagedObjectContext {
         insertions.removeAll()
         updatedSet = []
         deletedSet = []
+        inaccessibleObjects = []
         pendingDeletes = []
         deleteRulesRerun = []
         clearUnprocessed()
@@ -130,6 +131,7 @@ extension NSManagedObjectContext {
         insertions.removeAll()
         updatedSet = []
         deletedSet = []
+        inaccessibleObjects = []
         pendingDeletes = []
         deleteRulesRerun = []
         clearUnprocessed()

@@ -40,6 +40,9 @@ extension NSManagedObjectContext {
             "PersistenceKit: save() called on context '\(debugName)' while it is already saving (from willSave/didSave "
                 + "or a will-save observer). Rule: do not save recursively.")
         processPendingChanges()
+        // Inaccessible faults have no row left to delete: dropped here, not written (a delete
+        // of a missing row would be a conflict), and again below for any a hook fired.
+        discardInaccessibleObjects()
         guard !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty else { return }
         let store = try coordinator.primaryStore(for: "save()")
         isSaving = true
@@ -55,6 +58,7 @@ extension NSManagedObjectContext {
             for o in set { o.willSave() }
         }
         try callWillSaveOnObjectsTheHooksChanged()
+        discardInaccessibleObjects()
         // Ordered once per save: hooks, validation, key allocation and the transaction all
         // use these (sorting 100k inserts five times was a measurable share of a save).
         let inserted = insertions.objects

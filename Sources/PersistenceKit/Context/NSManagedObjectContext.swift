@@ -63,6 +63,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var temporaries = ObjectRegistry()
     @exclusivity(unchecked) var updatedSet: Set<NSManagedObject> = []
     @exclusivity(unchecked) var deletedSet: Set<NSManagedObject> = []
+    /// Faults that found no row when fired and became deleted objects with empty values
+    /// (see `shouldDeleteInaccessibleFaults`); the next save, rollback or reset discards them.
+    @exclusivity(unchecked) var inaccessibleObjects: Set<NSManagedObject> = []
     /// Deletions whose delete rules have not been applied yet.
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
     /// Pending deletions whose delete rules run again because a merge changed their links;
@@ -84,11 +87,12 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var entityCache: (generation: Int, type: ObjectIdentifier?, entity: NSEntityDescription?) = (-1, nil, nil)
     var isSaving = false
     /// The settings any thread may change (see `mergePolicy`).
-    private struct Settings {
+    struct Settings {
         var mergePolicy: NSMergePolicy = .error
         var automaticallyMerges = false
+        var deletesInaccessibleFaults = true
     }
-    private let settings = Lock(Settings())
+    let settings = Lock(Settings())
     /// `mergePolicy`, without the queue check.
     var mergePolicyStorage: NSMergePolicy { settings.withLock { $0.mergePolicy } }
 

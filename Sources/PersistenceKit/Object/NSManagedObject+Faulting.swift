@@ -37,7 +37,9 @@ extension NSManagedObject {
     }
 
     /// Loads the object's values: from the row captured when it was fetched, or else from the
-    /// store. Traps when the row no longer exists (Core Data raises "could not fulfill a fault").
+    /// store. When the row no longer exists the object becomes a deleted object with empty
+    /// values (``NSManagedObjectContext/shouldDeleteInaccessibleFaults``), or, with that
+    /// setting off, traps (Core Data raises "could not fulfill a fault").
     func fireFault() {
         // A fault made for a fetched row already holds it as its values (`holdRow`).
         if valueStorage == .snapshot && storedSnapshot != nil {
@@ -53,11 +55,24 @@ extension NSManagedObject {
                 preconditionFailure(
                     "PersistenceKit: \(objectID) is a fault that is not in any context, so its values cannot be loaded.")
             }
-            guard let loaded = context.rowForFault(self) else {
+            let found: StoreRow?
+            do {
+                found = try context.loadRowForFault(self)
+            } catch {
                 preconditionFailure(
                     "PersistenceKit: could not fulfill the fault for \(objectID) in context '\(context.debugName)': "
-                        + "the object was deleted from the store. Rule: use existingObject(with:) to check that an "
-                        + "object exists before reading it through object(with:).")
+                        + "reading its row failed: \(error)")
+            }
+            guard let loaded = found else {
+                guard context.shouldDeleteInaccessibleFaults else {
+                    preconditionFailure(
+                        "PersistenceKit: could not fulfill the fault for \(objectID) in context '\(context.debugName)': "
+                            + "the object was deleted from the store and the context's shouldDeleteInaccessibleFaults is "
+                            + "false. Rule: use existingObject(with:) to check that an object exists before reading it "
+                            + "through object(with:), or leave shouldDeleteInaccessibleFaults on.")
+                }
+                context.turnIntoInaccessibleDeletion(self)
+                return
             }
             row = loaded
         }
