@@ -111,8 +111,13 @@ extension NSManagedObjectContext {
         // Registered objects whose values are older than the row just read (another context
         // saved and this one has not merged): the predicate judges the row, as the store does.
         var newerRows: [ObjectIdentifier: StoreRow] = [:]
+        // The objects that were faults when the fetch met them, when some are to be
+        // returned without values (`includesPropertyValues`, `fetchBatchSize`).
+        let tracksFaults = !request.includesPropertyValues || request.fetchBatchSize > 0
+        var faultsAtStart: Set<ObjectIdentifier> = []
         for row in rows {
             let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
+            if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
             if pending && o.flags.contains(.deleted) { continue }
             if storeFilter == nil || requestFilter == nil {
                 if requestFilter != nil, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
@@ -183,8 +188,21 @@ extension NSManagedObjectContext {
             // Faults load current values anyway; inserted objects have no row to refresh from.
             for o in matches where o.flags.isDisjoint(with: [.fault, .inserted]) { refresh(o, mergeChanges: true) }
         }
+        if !request.includesPropertyValues || request.fetchBatchSize > 0 {
+            // Objects returned without values: faults again, holding no row, whether or not
+            // the predicate or sort read them (it fires them, as no SQL does it here).
+            let kept = request.includesPropertyValues ? request.fetchBatchSize : 0
+            for o in matches.dropFirst(kept) where faultsAtStart.contains(ObjectIdentifier(o)) && !o.hasChangesUnchecked {
+                o.flags.insert(.fault)
+                o.dropRow()
+            }
+            if !request.includesPropertyValues { return matches }
+        }
         if !request.returnsObjectsAsFaults {
-            for o in matches where o.flags.contains(.fault) { o.fireFault() }
+            for o in matches.prefix(request.fetchBatchSize > 0 ? request.fetchBatchSize : matches.count)
+            where o.flags.contains(.fault) {
+                o.fireFault()
+            }
         }
         return matches
     }

@@ -62,6 +62,18 @@ public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStrin
     /// Whether returned objects may be faults (values loaded on first access). Defaults to
     /// `true`; objects read by a predicate are loaded anyway.
     public var returnsObjectsAsFaults: Bool = true
+    /// Whether the fetch keeps the values of the rows it reads for the objects it returns.
+    /// Defaults to `true`. With `false` the objects come back as faults that read their
+    /// values from the store when first touched (so they see saves made in between), which
+    /// keeps memory down when only the objects themselves are needed — for example to
+    /// delete them. Objects with unsaved changes, and pending inserts, are returned as they
+    /// are; `returnsObjectsAsFaults` is ignored.
+    public var includesPropertyValues: Bool = true
+    /// How many of the returned objects keep the values the fetch read; the rest come back
+    /// as faults that read their values from the store when first touched. `0` (the
+    /// default) keeps all. Core Data loads each further batch of that size when one of its
+    /// objects is touched; here each object loads on its own (see Differences).
+    public var fetchBatchSize: Int = 0
     /// Whether objects this context had already loaded take the store's current values when
     /// a fetch returns them again (their unsaved changes kept on top, as
     /// `refresh(_:mergeChanges: true)` does). Defaults to `false`: a registered object keeps
