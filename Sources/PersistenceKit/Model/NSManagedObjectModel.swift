@@ -177,7 +177,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     public var versionHashString: String { Self.hex(versionHash) }
 
     /// `bytes` as lowercase hex.
-    private static func hex(_ bytes: Data) -> String {
+    static func hex(_ bytes: Data) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var hex: [UInt8] = []
         hex.reserveCapacity(bytes.count * 2)

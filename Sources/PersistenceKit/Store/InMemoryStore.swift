@@ -28,8 +28,9 @@ public final class InMemoryStore: PersistentStore {
         self.identifier = identifier
         self.url = url
         self.metadata = [
-            "NSStoreType": NSInMemoryStoreType,
-            "NSStoreUUID": identifier,
+            NSStoreTypeKey: NSInMemoryStoreType,
+            NSStoreUUIDKey: identifier,
+            PersistenceKitModelLayoutHashKey: model.layoutHashString,
             "ModelVersionHash": model.versionHashString,
         ]
     }

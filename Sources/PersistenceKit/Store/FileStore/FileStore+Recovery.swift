@@ -157,48 +157,16 @@ extension FileStore {
         _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool
     ) throws(FileStoreError) -> (String, Int?) {
         let image = s.image
-        let size = image.count
-        let storeID: String = try image.withBytes { buf throws(FileStoreError) -> String in
-            let magicCount = min(size, 8)
-            guard Array(buf[0..<magicCount]) == Array(FileStoreFormat.magic[0..<magicCount]) else {
-                throw FileStoreError(.notAStore, path: path, offset: 0, "the file is not a PersistenceKit store (wrong magic bytes).")
-            }
-            guard size >= FileStoreFormat.headerSize else {
-                throw FileStoreError(.truncated, path: path, offset: size, "the file ends inside its 64-byte header.")
-            }
-            var r = ByteReader(buf, range: 8..<FileStoreFormat.headerSize, path: path)
-            let version = try r.u32()
-            guard version <= FileStoreFormat.version else {
-                throw FileStoreError(
-                    .newerFormatVersion(found: version, supported: FileStoreFormat.version), path: path, offset: 8,
-                    "the store was written by format version \(version); this PersistenceKit reads up to version "
-                        + "\(FileStoreFormat.version). Use a newer PersistenceKit.")
-            }
-            let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
-            guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])),
-                version >= FileStoreFormat.oldestReadableVersion
-            else {
-                throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
-            }
-            guard try r.u32() == UInt32(FileStoreFormat.headerSize) else {
-                throw FileStoreError(.corrupt, path: path, offset: 12, "the header size is wrong: the header is damaged.")
-            }
-            let idBytes = Array(buf[16..<32])
-            let storeID = UUID(
-                uuid: (idBytes[0], idBytes[1], idBytes[2], idBytes[3], idBytes[4], idBytes[5], idBytes[6], idBytes[7], idBytes[8],
-                    idBytes[9], idBytes[10], idBytes[11], idBytes[12], idBytes[13], idBytes[14], idBytes[15])
-            ).uuidString
-            let storedHash = Data(buf[32..<48])
-            guard storedHash == model.layoutHash.prefix(16) else {
-                let stored = storedHash.map { String(format: "%02x", $0) }.joined()
-                throw FileStoreError(
-                    .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
-                    "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
-                        + "Open it with the model it was created with (migration is not supported yet).")
-            }
-            s.formatVersion = version
-            return storeID
+        let header = try image.withBytes { buf throws(FileStoreError) in try FileStoreFormat.readHeader(buf, path: path) }
+        guard header.modelHash == model.layoutHash.prefix(16) else {
+            let stored = NSManagedObjectModel.hex(header.modelHash)
+            throw FileStoreError(
+                .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
+                "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
+                    + "Open it with the model it was created with (migration is not supported yet).")
         }
+        s.formatVersion = header.version
+        let storeID = header.storeID
         if !tolerant {
             do throws(FileStoreError) {
                 try walkRecords(&s, path: path, model: model, tolerant: false, checksums: false)

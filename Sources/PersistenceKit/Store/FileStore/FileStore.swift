@@ -282,8 +282,9 @@ public final class FileStore: PersistentStore {
         let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
         self.metadata = [
-            "NSStoreType": NSFileStoreType,
-            "NSStoreUUID": opened.storeID,
+            NSStoreTypeKey: NSFileStoreType,
+            NSStoreUUIDKey: opened.storeID,
+            PersistenceKitModelLayoutHashKey: model.layoutHashString,
             "ModelVersionHash": model.versionHashString,
         ]
         self.state = Lock(opened.state)

@@ -52,6 +52,48 @@ enum FileStoreFormat {
         return w.bytes
     }
 
+    /// What a store file's header says.
+    struct Header {
+        var version: UInt32
+        var storeID: String
+        /// The first 16 bytes of the layout hash of the model the store was created with.
+        var modelHash: Data
+    }
+
+    /// Reads and checks the header at the start of `buf` (the whole file, or at least its
+    /// first `headerSize` bytes): magic, format version, checksum, header size.
+    static func readHeader(_ buf: UnsafeRawBufferPointer, path: String) throws(FileStoreError) -> Header {
+        let size = buf.count
+        let magicCount = min(size, 8)
+        guard Array(buf[0..<magicCount]) == Array(magic[0..<magicCount]) else {
+            throw FileStoreError(.notAStore, path: path, offset: 0, "the file is not a PersistenceKit store (wrong magic bytes).")
+        }
+        guard size >= headerSize else {
+            throw FileStoreError(.truncated, path: path, offset: size, "the file ends inside its 64-byte header.")
+        }
+        var r = ByteReader(buf, range: 8..<headerSize, path: path)
+        let version = try r.u32()
+        guard version <= Self.version else {
+            throw FileStoreError(
+                .newerFormatVersion(found: version, supported: Self.version), path: path, offset: 8,
+                "the store was written by format version \(version); this PersistenceKit reads up to version "
+                    + "\(Self.version). Use a newer PersistenceKit.")
+        }
+        let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
+        guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])), version >= oldestReadableVersion
+        else {
+            throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
+        }
+        guard try r.u32() == UInt32(headerSize) else {
+            throw FileStoreError(.corrupt, path: path, offset: 12, "the header size is wrong: the header is damaged.")
+        }
+        let id = Array(buf[16..<32])
+        let storeID = UUID(
+            uuid: (id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12], id[13], id[14], id[15])
+        ).uuidString
+        return Header(version: version, storeID: storeID, modelHash: Data(buf[32..<48]))
+    }
+
     /// A clean-close payload (format 2): u16 entity count, then per entity i32 index and
     /// i64 live rows, in entity order.
     static func encodeCounts(_ counts: [Int32: Int]) -> [UInt8] {
