@@ -41,6 +41,18 @@ extension NSManagedObjectContext {
     public func insert(_ object: NSManagedObject) {
         assertOnQueue("insert(_:)", object: object)
         if object.managedObjectContext === self {
+            if object.flags.contains(.deleted), object.storedSnapshot == nil, inaccessibleObjects.remove(object) != nil {
+                // An inaccessible fault has no row to come back to: undoing its deletion makes
+                // it a fault again, as rollback() does (found in review: it stayed an object
+                // with empty values and no row, neither deleted nor saved — its edits failed
+                // validation or were announced as saved without being written).
+                object.flags.remove(.deleted)
+                deletedSet.remove(object)
+                pendingDeletes.removeAll { $0 === object }
+                unprocessed.deleted.remove(object)
+                object.turnIntoFault(keepingSnapshot: false)
+                return
+            }
             if object.flags.contains(.deleted) {
                 object.flags.remove(.deleted)
                 deletedSet.remove(object)

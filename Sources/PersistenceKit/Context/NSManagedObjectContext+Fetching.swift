@@ -193,8 +193,15 @@ extension NSManagedObjectContext {
             // the predicate or sort read them (it fires them, as no SQL does it here).
             let kept = request.includesPropertyValues ? request.fetchBatchSize : 0
             for o in matches.dropFirst(kept) where faultsAtStart.contains(ObjectIdentifier(o)) && !o.hasChangesUnchecked {
-                o.flags.insert(.fault)
-                o.dropRow()
+                if o.flags.contains(.fault) {
+                    o.dropRow()
+                } else {
+                    // Fired by the predicate or sort (awakeFromFetch() ran): turned back with
+                    // the fault hooks, so each awakeFromFetch() is paired with a
+                    // didTurnIntoFault() as elsewhere. (Found in review: the flag alone made
+                    // the next touch run awakeFromFetch() a second time with none between.)
+                    o.turnIntoFault(keepingSnapshot: false)
+                }
             }
             if !request.includesPropertyValues { return matches }
         }

@@ -101,6 +101,11 @@ extension NSManagedObjectContext {
         let rows = changes.rows.isEmpty ? [:] : Dictionary(changes.rows.map { ($0.id, $0) }, uniquingKeysWith: { _, b in b })
         for id in changes.updated {
             guard let o = registeredByID[id] else { continue }
+            // An inaccessible object found its row gone: an update saved before the deletion
+            // (broadcasts can arrive after the fault fired) must not give it values again and
+            // rerun its delete rules on them. (Found in review: the merge left an unchanged
+            // shelf "updated" by the nullify rule, after the deletion was merged too.)
+            if o.flags.contains(.deleted) && inaccessibleObjects.contains(o) { continue }
             let row = id.rowID.flatMap { rows[$0] } ?? rowForFault(o)
             guard let row else { continue }
             // Saves are broadcast after the commit lock is released, so two merges can

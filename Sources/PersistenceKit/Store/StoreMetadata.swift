@@ -27,7 +27,7 @@ extension FileStore {
         }
         let path = url.standardizedFileURL.path
         let bytes: [UInt8] = try io(path, "reading the store's header") {
-            let file = try PosixFileSystem().open(path, create: false)
+            let file = try PosixFileSystem().openForReading(path)
             defer { file.close() }
             return try file.read(at: 0, count: FileStoreFormat.headerSize)
         }
@@ -84,7 +84,6 @@ extension NSManagedObjectModel {
     /// any other name gives `false`.
     public func isConfiguration(withName configuration: String?, compatibleWithStoreMetadata metadata: [String: Any]) -> Bool {
         guard configuration == nil || configuration == "Default" else { return false }
-        seal()
         guard let stored = metadata[PersistenceKitModelLayoutHashKey] as? String else { return false }
         return stored == layoutHashString
     }

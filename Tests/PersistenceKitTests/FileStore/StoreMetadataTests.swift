@@ -72,6 +72,22 @@ import Testing
         #expect(damaged?.offset == 60)
     }
 
+    /// A FIFO at the store's path gives a typed error at once: the header read does not
+    /// wait for a writer.
+    @Test func aFIFOIsNotAStoreAndDoesNotBlock() throws {
+        let folder = try TemporaryFolder()
+        #expect(mkfifo(folder.storeURL.path, 0o600) == 0)
+        let error = #expect(throws: FileStoreError.self) { try FileStore.metadata(at: folder.storeURL) }
+        #expect(error?.path.hasSuffix("store.pkstore") == true)
+    }
+
+    /// Checking a model against metadata does not freeze it (a coordinator does that).
+    @Test func theCheckLeavesTheModelEditable() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Note.self])
+        #expect(!model.isConfiguration(withName: nil, compatibleWithStoreMetadata: [:]))
+        #expect(!model.isSealed)
+    }
+
     @Test func storesWithoutAFileHaveNoMetadataToRead() throws {
         let url = URL(fileURLWithPath: "/tmp/never-written")
         let error = #expect(throws: CoreDataError.self) {

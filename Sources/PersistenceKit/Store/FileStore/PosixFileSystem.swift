@@ -22,6 +22,16 @@ public struct PosixFileSystem: StoreFileSystem {
         return PosixFile(fd: fd, path: path)
     }
 
+    /// Opens `path` for reading only: reading a store's header must not need permission to
+    /// write the file (found in review: metadata of a read-only store failed to open).
+    /// Non-blocking, so that a path naming a FIFO fails the header check instead of waiting
+    /// for a writer (no effect on regular files).
+    func openForReading(_ path: String) throws -> any StoreFile {
+        let fd = path.withCString { Glibc_open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0) }
+        guard fd >= 0 else { throw StoreIOError(path: path, operation: "open", code: errno) }
+        return PosixFile(fd: fd, path: path)
+    }
+
     /// See ``StoreFileSystem``.
     public func fileExists(_ path: String) -> Bool {
         access(path, F_OK) == 0
