@@ -119,13 +119,14 @@ extension NSManagedObject {
         prepareForAccess("adding to '\(entity.properties[i].name)'")
         let r = relationship(at: i)
         let inverse = inverseIndex(of: r)
-        var current = resolvedToMany(at: i)
         var agreed = true
-        for t in targets where !current.contains(t) {
+        // Membership is looked up in the slot each time, not in a copy of the set kept
+        // across the loop: a second reference made every insert below copy the whole set
+        // (adding 20,000 books to a shelf one by one took ~100 µs each at the end).
+        for t in targets where !holds(t, at: i) {
             checkTarget(t, of: r)
-            if catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: true) { current = resolvedToMany(at: i) }
+            catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: true)
             if !t.link(self, at: inverse) { agreed = false }
-            current.insert(t)
             primitiveInsert(t, toManyAt: i)
         }
         if !agreed { catchUpAfterDisagreement() }
@@ -136,12 +137,10 @@ extension NSManagedObject {
         prepareForAccess("removing from '\(entity.properties[i].name)'")
         let r = relationship(at: i)
         let inverse = inverseIndex(of: r)
-        var current = resolvedToMany(at: i)
         var agreed = true
-        for t in targets where current.contains(t) {
-            if catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: false) { current = resolvedToMany(at: i) }
+        for t in targets where holds(t, at: i) {  // in the slot, as in `addToMany`
+            catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: false)
             if !t.unlink(self, at: inverse) { agreed = false }
-            current.remove(t)
             primitiveRemove(t, toManyAt: i)
         }
         if !agreed { catchUpAfterDisagreement() }
