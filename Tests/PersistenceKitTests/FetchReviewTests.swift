@@ -16,6 +16,22 @@ final class FRNode: NSManagedObject {
     var parentOrOwnName: String { parent?.name ?? name }
 }
 
+/// A status kept as its raw value, the usual way to store an enum in Core Data.
+enum FRStatus: String, Codable, Sendable {
+    case open, closed
+}
+
+/// An object with enum-typed computed properties over a stored raw value, settable and
+/// get-only, each force-unwrapping the enum (every stored value is valid).
+final class FRTask: NSManagedObject {
+    @Attribute var statusRaw: String = "open"
+    var status: FRStatus {
+        get { FRStatus(rawValue: statusRaw)! }
+        set { statusRaw = newValue.rawValue }
+    }
+    var state: FRStatus { FRStatus(rawValue: statusRaw)! }
+}
+
 /// The same fetch through the store's filter and in memory must agree (a predicate with
 /// `|| false` cannot be handed to the store, so it runs in Swift on every object). Every
 /// test runs on the in-memory store and on the file store. Each failed before its fix.
@@ -61,6 +77,30 @@ final class FRNode: NSManagedObject {
             try Self.seedPair(context)
             #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" }) == ["b"])
             #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" || false }) == ["b"])
+        }
+    }
+
+    /// A predicate on an enum-typed computed property runs its getter on real objects only:
+    /// deciding whether the store could filter on it read it on a blank object first, where
+    /// `FRStatus(rawValue: "")!` trapped (found porting Core Data code).
+    @Test(arguments: [false, true]) func enumTypedComputedPropertiesAreNeverReadOnABlankObject(file: Bool) throws {
+        let folder = try TemporaryFolder()
+        let model = try NSManagedObjectModel(managedObjectClasses: [FRTask.self])
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+        _ = try coordinator.addPersistentStore(type: file ? NSFileStoreType : NSInMemoryStoreType, at: file ? folder.storeURL : nil)
+        let context = Self.context(coordinator)
+        try context.performAndWait { () throws in
+            FRTask(context: context).status = .open
+            FRTask(context: context).status = .closed
+            FRTask(context: context).status = .closed
+            try context.save()
+            let closed = FRStatus.closed
+            let settable = FRTask.fetchRequest()
+            settable.predicate = #Predicate<FRTask> { $0.status == closed }
+            #expect(try context.fetch(settable).count == 2)
+            let getOnly = FRTask.fetchRequest()
+            getOnly.predicate = #Predicate<FRTask> { $0.state != closed }
+            #expect(try context.fetch(getOnly).map(\.statusRaw) == ["open"])
         }
     }
 

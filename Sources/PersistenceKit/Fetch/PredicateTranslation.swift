@@ -104,19 +104,24 @@ extension NSEntityDescription {
     func attributeIndex(forKeyPath keyPath: AnyKeyPath) -> Int? {
         let key = StorageKeyPath(keyPath)
         if let known = wrappedKeyPathIndex.withLock({ $0[key] }) { return known >= 0 ? known : nil }
-        let probe = managedObjectClass.init(entity: self, insertInto: nil)
-        probe.flags.insert(.probe)
-        _ = probe[keyPath: keyPath]
         var found: Int?
-        // An `@Attribute` property is settable, so its key path is writable; a get-only
-        // computed property's is not, whatever values it returns. (Found in review:
-        // `min(quantity, 99)` and `title.trimmingCharacters(in: .whitespaces)` returned the
-        // probe's sample values unchanged and were filtered by the store as the attribute.)
-        if keyPath is any WritableKeyPathMarker, let slot = probe.probedSlot,
-            let attribute = properties[slot] as? NSAttributeDescription, !attribute.isTransient,
-            Self.readsExactly(slot, of: attribute, through: keyPath, on: probe)
-        {
-            found = slot
+        // Only a key path that can be an `@Attribute` property is read on the probe: such a
+        // property is settable (a get-only computed property's key path is not writable,
+        // whatever values it returns — found in review: `min(quantity, 99)` was filtered by
+        // the store as the attribute) and of an attribute type. Anything else runs in
+        // memory on real objects without being read here, since reading runs the user's
+        // getter on a blank object (found in a port of Core Data code: `Status(rawValue:
+        // statusRaw)!` trapped on the probe's empty string, though every stored value was
+        // valid).
+        if keyPath is any WritableKeyPathMarker, type(of: keyPath).valueType is any AttributeValue.Type {
+            let probe = managedObjectClass.init(entity: self, insertInto: nil)
+            probe.flags.insert(.probe)
+            _ = probe[keyPath: keyPath]
+            if let slot = probe.probedSlot, let attribute = properties[slot] as? NSAttributeDescription, !attribute.isTransient,
+                Self.readsExactly(slot, of: attribute, through: keyPath, on: probe)
+            {
+                found = slot
+            }
         }
         wrappedKeyPathIndex.withLock { $0[key] = found ?? -1 }
         return found
