@@ -203,6 +203,27 @@ private let standardBooks: [(String, Int64)] = [
         #expect(filtered == 3)
     }
 
+    /// The classic untyped form: `NSFetchRequest<NSFetchRequestResult>(entityName:)`, its
+    /// results cast to the class, counted, or asked for as object IDs.
+    @Test func untypedRequestsOfNSFetchRequestResult() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let request: NSFetchRequest<NSFetchRequestResult> = NSFetchRequest(entityName: "Book")
+            request.setPredicate(#Predicate<Book> { $0.pages > 400 })
+            request.sortDescriptors = [NSSortDescriptor(keyPath: \Book.pages, ascending: true)]
+            let books = try #require(try ctx.fetch(request) as? [Book])
+            #expect(books.map(\.title) == ["Dune", "Emma", "Ulysses"])
+            #expect(try ctx.count(for: request) == 3)
+            request.resultType = .managedObjectIDResultType
+            let ids = try #require(try ctx.fetch(request) as? [NSManagedObjectID])
+            #expect(ids == books.map(\.objectID))
+            request.resultType = .countResultType
+            #expect((try ctx.fetch(request).first as? NSNumber)?.intValue == 3)
+        }
+    }
+
     @Test func countForRequest() async throws {
         let container = try Fixtures.container()
         try await seedBooks(container, standardBooks)

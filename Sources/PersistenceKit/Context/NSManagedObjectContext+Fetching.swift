@@ -13,7 +13,7 @@ extension NSManagedObjectContext {
     ///   entity. Sorting adds O(m log m) in the m results.
     /// - Throws: ``CoreDataError`` `.coreData` for an unknown entity, an unsupported result
     ///   type or no loaded store; the predicate's own errors.
-    public func fetch<T: NSFetchRequestResult>(_ request: NSFetchRequest<T>) throws -> [T] {
+    public func fetch<T>(_ request: NSFetchRequest<T>) throws -> [T] {
         assertOnQueue("fetch(_:)")
         switch request.resultType {
         case .countResultType:
@@ -44,7 +44,7 @@ extension NSManagedObjectContext {
     /// limit and pending changes).
     ///
     /// - Throws: as ``fetch(_:)``.
-    public func count<T: NSFetchRequestResult>(for request: NSFetchRequest<T>) throws -> Int {
+    public func count<T>(for request: NSFetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
         let store = try coordinator.primaryStore(for: "count(for:)")

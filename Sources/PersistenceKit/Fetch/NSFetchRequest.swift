@@ -27,7 +27,7 @@ public enum NSFetchRequestResultType: UInt, Sendable {
 /// Foundation `SortDescriptor`s (``sortBy``), or string keys (``sortKeys``).
 ///
 /// Not `Sendable`: build and use a request on one thread.
-public final class NSFetchRequest<ResultType: NSFetchRequestResult>: CustomStringConvertible {
+public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// The name of the entity to fetch (or `nil` when ``entity`` or the class decides). For a
     /// request made by `Entity.fetchRequest()`, the class's name.
     public var entityName: String? {
