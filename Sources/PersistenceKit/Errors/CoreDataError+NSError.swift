@@ -44,6 +44,8 @@ public let NSPersistentStoreSaveError = CoreDataError.Code.persistentStoreSave.r
 public let NSCoreDataError = CoreDataError.Code.coreData.rawValue
 /// Core Data's error code for a store that could not be opened.
 public let NSPersistentStoreOpenError = CoreDataError.Code.persistentStoreOpen.rawValue
+/// Core Data's error code for a store made with a model that does not fit.
+public let NSPersistentStoreIncompatibleVersionHashError = CoreDataError.Code.persistentStoreIncompatibleVersionHash.rawValue
 
 extension CoreDataError: CustomNSError {
     /// `NSCocoaErrorDomain`, Core Data's domain.

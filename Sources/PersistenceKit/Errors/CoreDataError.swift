@@ -36,6 +36,9 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case persistentStoreOpen = 134080
         /// The same store was added twice.
         case persistentStoreAlreadyAdded = 134081
+        /// The store was created with a model that does not fit the coordinator's (there
+        /// are no migrations yet); the store's own error is ``CoreDataError/underlying``.
+        case persistentStoreIncompatibleVersionHash = 134100
     }
 
     /// What went wrong, as Core Data's code.

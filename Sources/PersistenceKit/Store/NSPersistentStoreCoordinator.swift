@@ -80,7 +80,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
     ///
     /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for an unknown type,
     ///   `.persistentStoreAlreadyAdded` when a store with this URL is already added,
-    ///   `.coreData` with the ``ModelError`` when the model is invalid, or the store's own
+    ///   `.coreData` with the ``ModelError`` when the model is invalid,
+    ///   `.persistentStoreIncompatibleVersionHash` (134100, with the ``FileStoreError`` as
+    ///   `underlying`) when a file store was created with another model, or the store's own
     ///   error (``FileStoreError`` for the file store) when it cannot be opened.
     @discardableResult
     public func addPersistentStore(type: String, at url: URL?, options: [String: String]? = nil) throws -> any PersistentStore {
@@ -98,7 +100,19 @@ public final class NSPersistentStoreCoordinator: Sendable {
                 .persistentStoreAlreadyAdded,
                 "a store at \(url.path) is already added to this coordinator; a store can be loaded only once.")
         }
-        let store = try factory(url, options ?? [:], managedObjectModel)
+        let store: any PersistentStore
+        do {
+            store = try factory(url, options ?? [:], managedObjectModel)
+        } catch let error as FileStoreError {
+            guard case let .modelMismatch(storeHash, modelHash) = error.kind else { throw error }
+            // Core Data code recognises this case by its code (134100) to rebuild the store.
+            throw CoreDataError(
+                .persistentStoreIncompatibleVersionHash,
+                "the store at \(error.path) was created with model \(storeHash), not this coordinator's model "
+                    + "\(modelHash), and there are no migrations yet: open it with its own model, or destroy it "
+                    + "(destroyPersistentStore(at:ofType:)) and load it again.",
+                underlying: error)
+        }
         try addPersistentStore(store)
         return store
     }

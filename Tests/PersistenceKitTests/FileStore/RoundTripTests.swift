@@ -265,8 +265,12 @@ final class FSCourse: NSManagedObject {
         #expect(direct?.description.contains(storeModel.layoutHashString) == true)
         #expect(direct?.description.contains(otherModel.layoutHashString) == true)
 
-        let viaContainer = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL, model: otherModel) }
-        #expect(viaContainer?.kind == expected)
+        // Through a coordinator, Core Data's code for it (134100), with both hashes.
+        let viaContainer = #expect(throws: CoreDataError.self) { _ = try FSSupport.container(at: folder.storeURL, model: otherModel) }
+        #expect(viaContainer?.code == .persistentStoreIncompatibleVersionHash)
+        #expect((viaContainer?.underlying as? FileStoreError)?.kind == expected)
+        #expect(viaContainer?.message.contains(storeModel.layoutHashString) == true)
+        #expect(viaContainer?.message.contains(otherModel.layoutHashString) == true)
 
         // While the store is open in this process with its model, the same error.
         let container = try FSSupport.container(at: folder.storeURL, model: storeModel)

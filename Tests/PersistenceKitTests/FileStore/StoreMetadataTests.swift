@@ -39,7 +39,7 @@ import Testing
         #expect(!newModel.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
         #expect(!newModel.isConfiguration(withName: nil, compatibleWithStoreMetadata: [:]))
 
-        #expect(throws: FileStoreError.self) { try FSSupport.container(at: folder.storeURL, model: newModel) }
+        #expect(throws: CoreDataError.self) { try FSSupport.container(at: folder.storeURL, model: newModel) }
         let coordinator = NSPersistentStoreCoordinator(managedObjectModel: newModel)
         try coordinator.destroyPersistentStore(at: folder.storeURL, ofType: NSFileStoreType)
         let rebuilt = try FSSupport.container(at: folder.storeURL, model: newModel)
