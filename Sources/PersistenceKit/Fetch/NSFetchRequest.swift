@@ -69,6 +69,10 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// delete them. Objects with unsaved changes, and pending inserts, are returned as they
     /// are; `returnsObjectsAsFaults` is ignored.
     public var includesPropertyValues: Bool = true
+    /// Whether objects of sub-entities match too. Defaults to `true`, as in Core Data.
+    /// There is no entity inheritance here, so no entity has sub-entities and both values
+    /// fetch the same objects.
+    public var includesSubentities: Bool = true
     /// How many of the returned objects keep the values the fetch read; the rest come back
     /// as faults that read their values from the store when first touched. `0` (the
     /// default) keeps all. Core Data loads each further batch of that size when one of its
