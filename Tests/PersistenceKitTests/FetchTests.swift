@@ -224,6 +224,20 @@ private let standardBooks: [(String, Int64)] = [
         }
     }
 
+    /// Without entity inheritance, leaving out sub-entities leaves out nothing.
+    @Test func includesSubentitiesChangesNothingWithoutInheritance() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, standardBooks)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let request = Book.fetchRequest()
+            #expect(request.includesSubentities)
+            request.includesSubentities = false
+            #expect(try ctx.fetch(request).count == 5)
+            #expect(try ctx.count(for: request) == 5)
+        }
+    }
+
     @Test func countForRequest() async throws {
         let container = try Fixtures.container()
         try await seedBooks(container, standardBooks)
