@@ -229,7 +229,7 @@ private let standardBooks: [(String, Int64)] = [
         let container = try Fixtures.container()
         try await seedBooks(container, standardBooks)
         let ctx = container.newBackgroundContext()
-        try await ctx.perform {
+        try await ctx.perform { () throws in
             let request = Book.fetchRequest()
             #expect(request.includesSubentities)
             request.includesSubentities = false
