@@ -219,6 +219,12 @@ extension NSManagedObjectContext {
                     + "NSMergeByPropertyObjectTrumpMergePolicy.",
                 conflicts: reported)
         }
+        // To-many relationships a by-property policy settled, whose other ends are made to
+        // agree once every conflicting object is settled (see `reconcileToMany`): first those
+        // the trumping side changed, so that where two settled ends disagree about a link,
+        // that side's answer stands.
+        var settledByWinner: [(NSManagedObject, Int, Slot)] = []
+        var settledOtherwise: [(NSManagedObject, Int, Slot)] = []
         for (c, o) in objects {
             guard let current = c.current, let ancestor = o.snapshot else { continue }
             // A deletion stands whatever the policy (unless the store wins everything): the
@@ -269,6 +275,14 @@ extension NSManagedObjectContext {
                     let before = ancestor.value(at: i)
                     let after = current.value(at: i)
                     let theyChanged = !before.isSame(as: after)
+                    if let r = p as? NSRelationshipDescription, r.isToMany, mine.contains(i) || theyChanged {
+                        let settled = (o, i, o.slots[i])
+                        if objectWins ? mine.contains(i) : theyChanged {
+                            settledByWinner.append(settled)
+                        } else {
+                            settledOtherwise.append(settled)
+                        }
+                    }
                     if let r = p as? NSRelationshipDescription, r.isToMany, mine.contains(i), theyChanged {
                         // Both sides changed the set: keep both sides' additions and removals
                         // (a to-many relationship is a set of links, not one value).
@@ -284,6 +298,7 @@ extension NSManagedObjectContext {
                 o.snapshot = current
             }
         }
+        for (o, i, before) in settledByWinner + settledOtherwise { reconcileToMany(of: o, at: i, before: before) }
     }
 
     /// After the first round of `willSave()` hooks: objects the hooks inserted, changed
