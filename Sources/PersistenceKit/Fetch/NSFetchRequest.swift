@@ -216,14 +216,24 @@ struct FetchFilter {
     /// The predicate's root class, for messages.
     let rootName: String
 
+    init(
+        typed: Any, expression: Any, evaluate: @escaping (NSManagedObject) throws -> Bool,
+        accepts: @escaping (NSManagedObject.Type) -> Bool, rootName: String
+    ) {
+        self.typed = typed
+        self.expression = expression
+        self.evaluate = evaluate
+        self.accepts = accepts
+        self.rootName = rootName
+    }
+
     init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
-        self.typed = predicate
-        self.expression = predicate.expression
-        self.accepts = { $0 is Root.Type }
-        self.rootName = String(describing: Root.self)
-        self.evaluate = { object in
-            guard let root = object as? Root else { return false }
-            return try predicate.evaluate(root)
-        }
+        self.init(
+            typed: predicate, expression: predicate.expression,
+            evaluate: { object in
+                guard let root = object as? Root else { return false }
+                return try predicate.evaluate(root)
+            },
+            accepts: { $0 is Root.Type }, rootName: String(describing: Root.self))
     }
 }
