@@ -7,16 +7,6 @@ import Testing
 /// deleted object with empty values when read, as Core Data does with
 /// `shouldDeleteInaccessibleFaults` on (its default). Off, reading it traps: BadInputTests.
 @Suite struct InaccessibleFaultTests {
-    /// Deletes `id`'s object in a context of its own and saves, so `container`'s other
-    /// contexts hold a stale view of it.
-    private static func deleteElsewhere(_ id: NSManagedObjectID, in container: NSPersistentContainer) throws {
-        let other = container.newBackgroundContext()
-        try other.performAndWait {
-            other.delete(other.object(with: id))
-            try other.save()
-        }
-    }
-
     @Test func aFaultWhoseRowIsGoneBecomesADeletedObjectWithEmptyValues() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -25,7 +15,7 @@ import Testing
         try context.performAndWait {
             let book = try #require(context.object(with: seeded.a) as? Book)
             #expect(book.isFault)
-            try Self.deleteElsewhere(seeded.a, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.a, in: container)
 
             #expect(book.title == "", "a non-optional attribute reads its declared default")
             #expect(book.published == nil)
@@ -46,7 +36,7 @@ import Testing
         let titles = try context.performAndWait {
             let shelf = try #require(context.object(with: seeded.shelf) as? Shelf)
             let books = shelf.books  // both still faults
-            try Self.deleteElsewhere(seeded.b, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.b, in: container)
             return books.map { ($0.title, $0.isDeleted) }.sorted { $0.0 < $1.0 }
         }
         #expect(titles.map(\.0) == ["", "A"])
@@ -66,7 +56,7 @@ import Testing
         defer { NotificationCenter.default.removeObserver(token) }
         try context.performAndWait {
             let gone = try #require(context.object(with: seeded.a) as? Book)
-            try Self.deleteElsewhere(seeded.a, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.a, in: container)
             _ = gone.title  // fires the fault: the row is gone
             let kept = try #require(context.object(with: seeded.b) as? Book)
             kept.title = "B, second edition"
@@ -96,7 +86,7 @@ import Testing
         defer { NotificationCenter.default.removeObserver(token) }
         try context.performAndWait {
             let gone = try #require(context.object(with: seeded.a) as? Book)
-            try Self.deleteElsewhere(seeded.a, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.a, in: container)
             _ = gone.pages
             try context.save()
             #expect(!context.hasChanges)
@@ -110,7 +100,7 @@ import Testing
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let gone = try #require(context.object(with: seeded.a) as? Book)
-            try Self.deleteElsewhere(seeded.a, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.a, in: container)
             _ = gone.title
             context.rollback()
             #expect(gone.isFault && !gone.isDeleted && context.deletedObjects.isEmpty)

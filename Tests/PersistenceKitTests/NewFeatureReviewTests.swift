@@ -43,24 +43,6 @@ final class HookCountingBook: NSManagedObject {
 }
 
 @Suite struct NewFeatureReviewTests {
-    /// Deletes `id`'s object in a context of its own and saves (not merged elsewhere).
-    private static func deleteElsewhere(_ id: NSManagedObjectID, in container: NSPersistentContainer) throws {
-        let other = container.newBackgroundContext()
-        try other.performAndWait {
-            other.delete(other.object(with: id))
-            try other.save()
-        }
-    }
-
-    private static func container(_ classes: [NSManagedObject.Type], name: String = #function) throws -> NSPersistentContainer {
-        let container = NSPersistentContainer(name: name, managedObjectModel: try NSManagedObjectModel(managedObjectClasses: classes))
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let box = ErrorBox()
-        container.loadPersistentStores { _, error in box.set(error) }
-        if let error = box.get() { throw error }
-        return container
-    }
-
     // MARK: Inaccessible faults
 
     /// Bug: the save discarded (invalidated) the inaccessible book, but the shelf whose
@@ -72,7 +54,7 @@ final class HookCountingBook: NSManagedObject {
         try context.performAndWait {
             let shelf = try #require(context.object(with: seeded.shelf) as? Shelf)
             let books = shelf.books
-            try Self.deleteElsewhere(seeded.b, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.b, in: container)
             #expect(books.map(\.title).sorted() == ["", "A"])
             try context.save()
             let after = shelf.books
@@ -99,7 +81,7 @@ final class HookCountingBook: NSManagedObject {
         try context.performAndWait {
             let book = try #require(context.object(with: bookID) as? Book)
             let cover = try #require(book.cover)
-            try Self.deleteElsewhere(coverID, in: container)
+            try Fixtures.deleteInAnotherContext(coverID, in: container)
             #expect(cover.color == "white" && cover.isDeleted)
             try context.save()
             #expect(book.cover == nil, "the discarded cover is not held any more")
@@ -116,7 +98,7 @@ final class HookCountingBook: NSManagedObject {
         try context.performAndWait {
             let shelf = try #require(context.object(with: seeded.shelf) as? Shelf)
             let books = shelf.books
-            try Self.deleteElsewhere(seeded.b, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.b, in: container)
             _ = books.map(\.title)
             shelf.name = "Renamed"
             try context.save()
@@ -138,7 +120,7 @@ final class HookCountingBook: NSManagedObject {
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let gone = try #require(context.object(with: seeded.b) as? Book)
-            try Self.deleteElsewhere(seeded.b, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.b, in: container)
             _ = gone.title
             #expect(gone.isDeleted)
             context.insert(gone)
@@ -156,7 +138,7 @@ final class HookCountingBook: NSManagedObject {
     /// a relationship) was dropped from `deletedObjects` by that save but stayed registered
     /// and `isDeleted` — never discarded.
     @Test func aFaultFoundInaccessibleDuringValidationIsDiscardedByTheNextSave() async throws {
-        let container = try Self.container([ValidatingShelf.self, ValidatedBook.self])
+        let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [ValidatingShelf.self, ValidatedBook.self]))
         let seeder = container.newBackgroundContext()
         let (shelfID, goneID) = try seeder.performAndWait {
             let shelf = ValidatingShelf(context: seeder)
@@ -174,7 +156,7 @@ final class HookCountingBook: NSManagedObject {
         try context.performAndWait {
             let shelf = try #require(context.object(with: shelfID) as? ValidatingShelf)
             shelf.name = "Renamed"
-            try Self.deleteElsewhere(goneID, in: container)
+            try Fixtures.deleteInAnotherContext(goneID, in: container)
             try context.save()  // validation reads B: inaccessible from then on
             let gone = context.registeredObject(for: goneID)
             if let gone {
@@ -204,7 +186,7 @@ final class HookCountingBook: NSManagedObject {
                 try #require(editor.object(with: seeded.b) as? Book).title = "B, revised"
                 try editor.save()
             }
-            try Self.deleteElsewhere(seeded.b, in: container)
+            try Fixtures.deleteInAnotherContext(seeded.b, in: container)
             // Both saves' merges wait on this context's queue until this block ends.
             #expect(books.map(\.title).sorted() == ["", "A"])
         }
@@ -222,7 +204,7 @@ final class HookCountingBook: NSManagedObject {
     /// made a fault again by setting the flag only: no willTurnIntoFault/didTurnIntoFault,
     /// so touching it ran awakeFromFetch() a second time with no fault hook in between.
     @Test func objectsReturnedWithoutValuesPairAwakeFromFetchWithTheFaultHooks() throws {
-        let container = try Self.container([HookCountingBook.self])
+        let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [HookCountingBook.self]))
         let context = container.newBackgroundContext()
         try context.performAndWait {
             for title in ["alpha", "omega"] { HookCountingBook(context: context).title = title }

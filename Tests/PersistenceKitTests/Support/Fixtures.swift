@@ -45,6 +45,18 @@ enum Fixtures {
     }
 }
 
+extension Fixtures {
+    /// Deletes `id`'s object in a context of its own and saves: the container's other
+    /// contexts, which have not merged that save, hold a stale view of it.
+    static func deleteInAnotherContext(_ id: NSManagedObjectID, in container: NSPersistentContainer) throws {
+        let other = container.newBackgroundContext()
+        try other.performAndWait {
+            other.delete(other.object(with: id))
+            try other.save()
+        }
+    }
+}
+
 /// The IDs of the shelf `Fixtures.seedShelf` saves.
 struct SeededShelf: Sendable {
     let shelf: NSManagedObjectID
