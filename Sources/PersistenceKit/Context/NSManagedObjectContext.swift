@@ -200,6 +200,18 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         set { nameBox.withLock { $0 = newValue } }
     }
 
+    /// A dictionary of your own values kept with the context, as Core Data's `userInfo`:
+    /// made empty on first use, read and changed on the context's queue only (it is not
+    /// thread-safe, like the context's objects).
+    public var userInfo: NSMutableDictionary {
+        assertOnQueue("userInfo")
+        if let existing = storedUserInfo { return existing }
+        let made = NSMutableDictionary()
+        storedUserInfo = made
+        return made
+    }
+    @exclusivity(unchecked) private var storedUserInfo: NSMutableDictionary?
+
     var debugName: String {
         name ?? "\(concurrencyType == .mainQueueConcurrencyType ? "main" : "private") context \(ObjectIdentifier(self))"
     }

@@ -360,6 +360,9 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     public var isDeleted: Bool { checkedFlags().contains(.deleted) }
     /// Whether the object's values are not loaded yet (they load on first access).
     public var isFault: Bool { checkedFlags().contains(.fault) }
+    /// 0 when the object's values are loaded, 1 while it is a fault (Core Data promises only
+    /// "0 when fully initialized, some other value otherwise"). Does not fire the fault.
+    public var faultingState: Int { checkedFlags().contains(.fault) ? 1 : 0 }
 
     /// Whether the object has unsaved changes: inserted, deleted or updated.
     public var hasChanges: Bool { !checkedFlags().isDisjoint(with: [.inserted, .deleted, .updated]) }
