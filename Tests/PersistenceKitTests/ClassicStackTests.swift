@@ -27,6 +27,23 @@ import Testing
         #expect(error?.code == .persistentStoreIncompatibleSchema)
     }
 
+    /// A container's description naming a configuration other than the one there is fails
+    /// to load, instead of silently loading every entity.
+    @Test func aDescriptionNamingAnotherConfigurationFailsToLoad() throws {
+        let container = NSPersistentContainer(name: "Shelves", managedObjectModel: try Fixtures.model())
+        let description = NSPersistentStoreDescription(type: NSInMemoryStoreType)
+        description.configuration = "Cloud"
+        container.persistentStoreDescriptions = [description]
+        let box = ErrorBox()
+        container.loadPersistentStores { _, error in box.set(error) }
+        #expect((box.get() as? CoreDataError)?.code == .persistentStoreIncompatibleSchema)
+        #expect(container.persistentStoreCoordinator.persistentStores.isEmpty)
+        description.configuration = "Default"
+        let retry = ErrorBox()
+        container.loadPersistentStores { _, error in retry.set(error) }
+        #expect(retry.get() == nil)
+    }
+
     @Test func aFileStoreWithOptionsAndLookupByURL() throws {
         let folder = try TemporaryFolder()
         let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try Fixtures.model())

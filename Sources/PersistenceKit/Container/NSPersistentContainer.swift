@@ -104,6 +104,7 @@ open class NSPersistentContainer: @unchecked Sendable {
                 "the store \(description) was already loaded by container '\(name)'; load each store once.")
         }
         do {
+            try NSPersistentStoreCoordinator.checkConfiguration(description.configuration)
             try persistentStoreCoordinator.addPersistentStore(type: description.type, at: description.url, options: description.options)
             return nil
         } catch {

@@ -42,7 +42,9 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         set { state.withLock { $0.shouldAddStoreAsynchronously = newValue } }
     }
 
-    /// The configuration name. Configurations are not supported; kept for source compatibility.
+    /// The configuration name: `nil` (the default) or `"Default"`, the only configuration
+    /// there is (it holds every entity). Loading a description naming another fails with
+    /// ``CoreDataError`` `.persistentStoreIncompatibleSchema` (134020).
     public var configuration: String? {
         get { state.withLock { $0.configuration } }
         set { state.withLock { $0.configuration = newValue } }

@@ -23,11 +23,7 @@ extension NSPersistentStoreCoordinator {
         ofType storeType: String, configurationName configuration: String?, at storeURL: URL?,
         options: [AnyHashable: Any]? = nil
     ) throws -> NSPersistentStore {
-        guard configuration == nil || configuration == "Default" else {
-            throw CoreDataError(
-                .persistentStoreIncompatibleSchema,
-                "configuration '\(configuration ?? "")' does not exist: models have no configurations here; pass nil.")
-        }
+        try Self.checkConfiguration(configuration)
         var strings: [String: String] = [:]
         for (key, value) in options ?? [:] {
             guard let key = key.base as? String else { continue }
@@ -38,6 +34,17 @@ extension NSPersistentStoreCoordinator {
             }
         }
         return try addPersistentStore(type: storeType, at: storeURL, options: strings)
+    }
+
+    /// Throws unless `configuration` names the only configuration there is: `nil` or
+    /// `"Default"` (models have no others here).
+    static func checkConfiguration(_ configuration: String?) throws(CoreDataError) {
+        guard configuration == nil || configuration == "Default" else {
+            throw CoreDataError(
+                .persistentStoreIncompatibleSchema,
+                "configuration '\(configuration ?? "")' does not exist: models have no configurations here; use nil "
+                    + "(or \"Default\"), which holds every entity.")
+        }
     }
 
     /// The added store whose URL is `url`, or `nil`.
