@@ -304,15 +304,6 @@ extension NSManagedObjectContext {
         return (try? store.containsRow(row)) == false
     }
 
-    /// Whether the store's row of loaded object `t` is newer than `t`'s snapshot: one look-up
-    /// in the store's row table, no decoding. `false` when `t` has no snapshot or row.
-    func storeHasNewerRow(than t: NSManagedObject) -> Bool {
-        guard let snapshot = t.snapshot, let id = t.rowID, let store = try? coordinator.primaryStore(for: "checking a row version"),
-            let version = try? store.rowVersion(id)
-        else { return false }
-        return version > snapshot.version
-    }
-
     /// Moves a loaded, unchanged-or-changed object onto its newest store row when the row
     /// is newer than its snapshot (keeping its own changes on top).
     func bringUpToDate(_ t: NSManagedObject) {

@@ -103,8 +103,6 @@ extension NSManagedObject {
         prepareForAccess("setting '\(entity.properties[i].name)'")
         let r = relationship(at: i)
         checkTarget(target, of: r)
-        if resolvedToOne(at: i) === target { return }
-        catchUpIfEditRestoresSnapshot(linking: target, at: i, linked: true)
         let old = resolvedToOne(at: i)
         if old === target { return }
         let inverse = inverseIndex(of: r)
@@ -125,7 +123,6 @@ extension NSManagedObject {
         // (adding 20,000 books to a shelf one by one took ~100 µs each at the end).
         for t in targets where !holds(t, at: i) {
             checkTarget(t, of: r)
-            catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: true)
             if !t.link(self, at: inverse) { agreed = false }
             primitiveInsert(t, toManyAt: i)
         }
@@ -139,7 +136,6 @@ extension NSManagedObject {
         let inverse = inverseIndex(of: r)
         var agreed = true
         for t in targets where holds(t, at: i) {  // in the slot, as in `addToMany`
-            catchUpIfEditRestoresSnapshot(linking: t, at: i, linked: false)
             if !t.unlink(self, at: inverse) { agreed = false }
             primitiveRemove(t, toManyAt: i)
         }
@@ -164,48 +160,6 @@ extension NSManagedObject {
         managedObjectContext?.bringUpToDate(self)
     }
 
-    /// Called before an edit of this object's relationship `i` that makes its link to
-    /// `target` present (`linked`) or absent (a to-one: sets it to `target`), from either
-    /// end (the source's setter, or `link`/`unlink` on the other end). When the object has
-    /// unsaved changes, the store holds a newer row, and the edit leaves the relationship as
-    /// the object's snapshot has it, moves the object onto its newest row first (keeping
-    /// its changes, see `rebase`).
-    ///
-    /// Why: such an edit can take a changed object back to its old snapshot. Context A links
-    /// book X and author Q; another coordinator links them too and saves; A refreshes X and
-    /// takes Q out of X's authors. Q then equalled its snapshot, read before the other save,
-    /// so the save skipped it while its row still listed X: the file store kept a link that
-    /// X's row no longer had (`ConflictStaleEndTests`). Moved first, Q is measured against
-    /// its newest row (which lists X) and is written. It has to happen at the edit, where
-    /// the change is known link by link: a save sees net values only, and merging "added,
-    /// then removed" with the store's same addition keeps the addition.
-    /// Why only then: an edit that leaves the relationship unlike the snapshot makes the save
-    /// write the object against the version it was read at, and the newer row is a conflict
-    /// for the merge policy. Catching up on every edit of a changed object (tried first) also
-    /// moved its other relationships onto the newest row; a change the store happened to
-    /// match there stopped counting as one, while the other end kept it, and a later merge
-    /// left the two ends apart (randomized conflict run, seeds 468 and 2171).
-    /// Cost: a flag test for objects without changes; for changed ones one look-up of the
-    /// row's version in the store's row table (no decoding); only for a stale one a look at
-    /// its snapshot and, when the edit restores it, the decoding of the newer row.
-    ///
-    /// - Returns: whether the object was moved onto a newer row.
-    @discardableResult
-    private func catchUpIfEditRestoresSnapshot(linking target: NSManagedObject?, at i: Int, linked: Bool) -> Bool {
-        guard flags.contains(.updated), let context = managedObjectContext, let snapshot, context.storeHasNewerRow(than: self)
-        else { return false }
-        let row = target?.rowID  // nil for an inserted target, which no snapshot lists
-        let restores: Bool =
-            switch snapshot.value(at: i) {
-            case let .reference(r): linked && r == row  // a to-one set back to its stored target
-            case let .references(rows): (row.map(rows.contains) ?? false) == linked  // one link of a to-many
-            default: !linked || target == nil  // a to-one set back to nil
-            }
-        guard restores else { return false }
-        context.bringUpToDate(self)
-        return true
-    }
-
     /// Replaces the whole to-many set at slot `i`.
     func replaceToMany(with targets: Set<NSManagedObject>, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
@@ -223,7 +177,6 @@ extension NSManagedObject {
     func link(_ source: NSManagedObject, at j: Int) -> Bool {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
         let rj = relationship(at: j)
-        if flags.contains(.updated) && !holds(source, at: j) { catchUpIfEditRestoresSnapshot(linking: source, at: j, linked: true) }
         // Found by the randomized conflict run (seed 211): a target loaded before another
         // coordinator unlinked it from `source` still lists `source`, though its row no
         // longer does. Taken for "nothing to do", the link was saved on the source's side
@@ -254,7 +207,6 @@ extension NSManagedObject {
     @discardableResult
     func unlink(_ source: NSManagedObject, at j: Int) -> Bool {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
-        if flags.contains(.updated) && holds(source, at: j) { catchUpIfEditRestoresSnapshot(linking: source, at: j, linked: false) }
         // A target loaded before another context linked `source` to it does not list
         // `source`, though its row does: bring it up to date first, or the removal is lost
         // and the store keeps a link that the other end denies.
