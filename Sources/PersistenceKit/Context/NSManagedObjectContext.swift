@@ -64,7 +64,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var updatedSet: Set<NSManagedObject> = []
     @exclusivity(unchecked) var deletedSet: Set<NSManagedObject> = []
     /// Faults that found no row when fired and became deleted objects with empty values
-    /// (see `shouldDeleteInaccessibleFaults`); the next save, rollback or reset discards them.
+    /// (see `shouldDeleteInaccessibleFaults`); the next save or reset discards them, and a
+    /// rollback (or `insert(_:)` of one) turns them back into faults.
     @exclusivity(unchecked) var inaccessibleObjects: Set<NSManagedObject> = []
     /// Deletions whose delete rules have not been applied yet.
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
