@@ -6,10 +6,12 @@ import Testing
 // A link edited while one of its ends is a changed object read before another coordinator
 // saved the same link. The edit may leave that end equal to its old snapshot; it must
 // still reach the end's row, or the file store (which keeps both ends of a link in rows)
-// holds a link one side denies. README "Known problems": not fixed yet for a to-many end
-// (two attempts were reverted: catching the end up at the edit hid a conflict on its other
-// values from the error policy; writing it at save whenever its row was newer broke a
-// randomized conflict seed and a to-many reconcile case).
+// holds a link one side denies. Fixed by keeping every edited object among those a save
+// writes and checks (as Core Data keeps it in `updatedObjects`), even when its values equal
+// its snapshot again: the stale end's save then meets the newer row as a conflict. (Two
+// earlier attempts were reverted: catching the end up at the edit hid a conflict on its
+// other values from the error policy; writing it only when its row was newer broke a
+// randomized conflict seed.)
 
 @Suite(.serialized) struct ConflictStaleEndTests {
     /// Context A links X and Q (both loaded). Another coordinator links them too and saves.
@@ -22,14 +24,59 @@ import Testing
     /// `kind` names X's relationship to Q: "authors" (many-to-many, X a book and Q an
     /// author), "books" (one-to-many from the to-many side, X a shelf and Q a book), "shelf"
     /// (one-to-many from the to-one side, X a book and Q a shelf).
-    /// The "authors" and "books" cases are the known problem (Q's row keeps listing X):
-    /// recorded as known issues, so the day they pass the test says so. The "shelf" cases
-    /// pass (refreshing a to-one brings its target up to date) and guard that side.
+    /// Until the fix, the "authors" and "books" cases left Q's row listing X; the "shelf"
+    /// cases passed (refreshing a to-one brings its target up to date) and guard that side.
     @Test(arguments: ["authors", "books", "shelf"], ["X", "Q"])
     func unlinkAfterRefreshingOneEndOfALinkSavedElsewhere(kind: String, via: String) throws {
         for policy in [NSErrorMergePolicy, NSMergeByPropertyObjectTrumpMergePolicy] {
             try Self.unlinkAfterRefreshing(kind: kind, via: via, policy: policy)
         }
+    }
+
+    /// An object whose edits leave its values as they were read (set to the same name, or
+    /// changed and changed back) is still an edited object: it is in `updatedObjects`, the
+    /// save checks it against the store, and a newer row is a conflict the error policy
+    /// reports — as Core Data compares each edited object's snapshot with the store.
+    @Test(arguments: ["same", "back"])
+    func anEditThatRestoresTheValuesIsStillCheckedAtSave(edit: String) throws {
+        let folder = try TemporaryFolder()
+        let (c1, c2) = try twoCoordinators(on: folder)
+        let seed = c1.newBackgroundContext()
+        let id = try seed.performAndWait {
+            let a = Author(context: seed)
+            a.name = "Ann"
+            try seed.save()
+            return a.objectID
+        }
+        let a = c1.newBackgroundContext()
+        a.performAndWait {
+            let author = a.object(with: id) as! Author
+            if edit == "same" {
+                author.name = "Ann"
+            } else {
+                author.name = "Bob"
+                author.name = "Ann"
+            }
+            #expect(a.updatedObjects == [author] && !author.hasPersistentChangedValues)
+        }
+        let b = c2.newBackgroundContext()
+        try b.performAndWait {
+            b.object(sameAs: id, as: Author.self).name = "Cy"
+            try b.save()
+        }
+        let error = a.performAndWait { () -> CoreDataError? in
+            do {
+                try a.save()
+                return nil
+            } catch {
+                return error as? CoreDataError
+            }
+        }
+        #expect(error?.code == .managedObjectMerge, "\(edit): \(String(describing: error))")
+        #expect(error?.conflicts.map(\.objectID) == [id])
+        // Nothing was written: the other coordinator's name stands.
+        let fresh = c1.newBackgroundContext()
+        #expect(fresh.performAndWait { (fresh.object(with: id) as! Author).name } == "Cy")
     }
 
     private static func unlinkAfterRefreshing(kind: String, via: String, policy: NSMergePolicy) throws {
@@ -70,14 +117,10 @@ import Testing
             return (linkCount(kind, of: x, isX: true), linkCount(kind, of: q, isX: false))
         }
         let problems = try storedGraphProblems(c1)
-        withKnownIssue("a to-many end equal to its stale snapshot is not written (README, Known problems)") {
-            #expect(problems == [], "\(kind) via \(via), \(policy)")
-            // Both ends agree. A failed save leaves the other coordinator's link.
-            #expect(xLinks == qLinks, "\(kind) via \(via), \(policy): \(xLinks) \(qLinks)")
-            if outcome != "saved" { #expect(xLinks == 1) }
-        } when: {
-            kind != "shelf"
-        }
+        #expect(problems == [], "\(kind) via \(via), \(policy)")
+        // Both ends agree. A failed save leaves the other coordinator's link.
+        #expect(xLinks == qLinks, "\(kind) via \(via), \(policy): \(xLinks) \(qLinks)")
+        if outcome != "saved" { #expect(xLinks == 1) }
     }
 
     /// X and Q for `kind` (see the test), unlinked, inserted into `context`.

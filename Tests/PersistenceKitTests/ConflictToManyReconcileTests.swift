@@ -16,9 +16,10 @@ import Testing
     /// own left in that relationship). A third context unlinks them and saves: Q's row is
     /// back to no books, so a conflict on Q finds its set unchanged in the store and keeps
     /// A's set, which lists X; X's row no longer lists Q.
-    /// With `bookChanged`, A also retitles X, so X is saved and in conflict too (seed 4869:
-    /// X takes the store's relationship, which drops Q); without, X is not saved and only
-    /// its stale copy lists Q (seed 6284).
+    /// With `bookChanged`, A also retitles X (seed 4869: X takes the store's relationship,
+    /// which drops Q); without, X's values equal its row after the refresh (seed 6284, where
+    /// X was then left out of the save and only its stale copy listed Q). Either way X is
+    /// saved and in conflict too: A edited it when it made the link.
     /// Before the fix the save wrote Q listing X and left X's row without Q ("authors"). The
     /// "books" cases passed already (refreshing X, whose shelf is a to-one, brings Q up to
     /// date with it, so no conflict keeps Q's set) and guard the one-to-many side.
@@ -66,11 +67,14 @@ import Testing
                 return Self.links(kind, x: x, q: q)
             }
             #expect(xLists == qLists, "\(policy): X lists Q \(xLists), Q lists X \(qLists)")
-            // Property-level trump: A added the link to Q's books, a change of A's that only
-            // the store's change of X's authors (X saved too) outweighs, under store trump.
+            // Property-level trump: A added the link to Q's books; the store removed it from
+            // X's authors. X is saved too, with or without its new title: A edited it (the
+            // link's other end) and an edited object stays among those a save writes and
+            // checks, as in Core Data, even when its values equal its row again. So the
+            // store's removal stands under store trump, A's link under object trump.
             // A shelf is brought up to date with the book refreshed above (its to-one end),
             // so A has no change of its own left there: the store's removal stands.
-            let linked = kind == "authors" && !(policy == NSMergeByPropertyStoreTrumpMergePolicy && bookChanged)
+            let linked = kind == "authors" && policy == NSMergeByPropertyObjectTrumpMergePolicy
             #expect(xLists == linked, "\(policy)")
         }
     }

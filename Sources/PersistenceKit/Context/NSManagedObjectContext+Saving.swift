@@ -181,9 +181,14 @@ extension NSManagedObjectContext {
             }
             t.inserts.append(StoreRow(id: id, version: 0, values: encode(o)))
         }
+        // Every edited object is written and checked against its row's version, even one
+        // whose values equal its snapshot again, as Core Data checks every edited object.
+        // (Regression: such objects were skipped. A link's end edited against a stale copy,
+        // its edit undone by a later one, then kept the store's newer row, which listed a
+        // link the other end's save removed: one-sided in the file store. Written, it meets
+        // that row as a conflict, which the merge policy settles or reports.)
         for o in updated {
             guard let id = o.rowID, let snapshot = o.snapshot else { continue }
-            guard o.entity.properties.indices.contains(where: { o.persistentValueDiffers(at: $0) }) else { continue }
             t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
             writtenUpdates.append(o)
         }
