@@ -94,7 +94,7 @@ extension NSManagedObjectContext {
                 finished = true
                 finishSave(
                     inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
-                    written: written, committed: rows, store: store)
+                    written: written, sent: transaction, committed: rows, store: store)
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -359,11 +359,13 @@ extension NSManagedObjectContext {
     }
 
     /// Updates object state after the store committed, then announces the save.
-    /// `committed[i]` is the row the store wrote for `written[i]`.
+    /// `committed[i]` is the row the store wrote for `written[i]` (`sent` holds the rows as
+    /// this context sent them); rows after those are rows the store wrote besides, to keep
+    /// both ends of links in agreement (`LinkKeeper`).
     private func finishSave(
         inserted: [NSManagedObject], insertedVersion: Int, updated allUpdated: [NSManagedObject],
         deleted allDeleted: [NSManagedObject],
-        written: [NSManagedObject], committed: [StoreRow], store: any PersistentStore
+        written: [NSManagedObject], sent: StoreTransaction, committed: [StoreRow], store: any PersistentStore
     ) {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
@@ -388,7 +390,7 @@ extension NSManagedObjectContext {
 
         var changes = SavedChanges(rows: committed)
         changes.inserted.reserveCapacity(inserted.count)
-        func keepCommitted(_ row: StoreRow, in o: NSManagedObject) {
+        func keepCommitted(_ row: StoreRow, in o: NSManagedObject, sent: StoreRow) {
             if o.entity.hasOnlyPersistentAttributes {
                 // The row holds exactly the object's values: keep them once, in the snapshot
                 // (a second array of slots per saved object was a fifth of its memory).
@@ -396,6 +398,13 @@ extension NSManagedObjectContext {
             } else {
                 o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
                 o.storedSnapshot = row
+                // The store keeps each link as its owning end has it: where this object's
+                // other end said otherwise (two ends read at different times), the object
+                // takes the stored links, or it would keep showing what the store denies.
+                // Compared as sent, without sorting: usually the rows are the same.
+                for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
+                    if sent.value(at: i) != row.value(at: i) { o.slots[i] = o.decode(row)[i] }
+                }
             }
         }
         // `written` starts with `inserted` (see makeTransaction): one pass over the inserted
@@ -412,9 +421,28 @@ extension NSManagedObjectContext {
             o.insertionIndex = -1
             o.flags = []
             changes.inserted.append(o.objectID)
-            keepCommitted(committed[i], in: o)
+            keepCommitted(committed[i], in: o, sent: sent.inserts[i])
         }
-        for i in inserted.count..<written.count { keepCommitted(committed[i], in: written[i]) }
+        for i in inserted.count..<written.count {
+            keepCommitted(committed[i], in: written[i], sent: sent.updates[i - inserted.count])
+        }
+        // Rows the store wrote besides (the other ends of links): objects holding them here
+        // move onto them, and the save announces them as updated, so that other contexts
+        // merge them too.
+        var alsoUpdated: [NSManagedObject] = []
+        for row in committed.dropFirst(written.count) {
+            let model = coordinator.managedObjectModel
+            guard let entity = model.entity(at: row.id.entity) else { continue }
+            let id = NSManagedObjectID(entity: entity, row: row.id, store: store.identifier)
+            changes.updated.append(id)
+            guard let o = registeredByID[id], !o.flags.contains(.invalidated) else { continue }
+            if o.flags.contains(.fault) {
+                o.dropRow()
+            } else if let snapshot = o.snapshot, snapshot.version < row.version, !o.flags.contains(.deleted) {
+                rebase(o, onto: row)
+            }
+            alsoUpdated.append(o)
+        }
         for o in updated {
             o.flags.subtract([.updated, .changeRecorded])
             changes.updated.append(o.objectID)
@@ -437,7 +465,7 @@ extension NSManagedObjectContext {
 
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }
-        if !updated.isEmpty { info[NSUpdatedObjectsKey] = Set(updated) }
+        if !updated.isEmpty || !alsoUpdated.isEmpty { info[NSUpdatedObjectsKey] = Set(updated).union(alsoUpdated) }
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(deleted) }
         post(.NSManagedObjectContextDidSave, userInfo: info)
         let ids = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))

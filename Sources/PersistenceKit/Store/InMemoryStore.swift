@@ -22,11 +22,14 @@ public final class InMemoryStore: PersistentStore {
     /// See ``PersistentStore``.
     public let metadata: [String: String]
     private let state = Lock(State())
+    /// Keeps both ends of each stored link in agreement at commit.
+    private let links: LinkKeeper
 
     /// Creates an empty in-memory store for `model`.
     public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {
         self.identifier = identifier
         self.url = url
+        self.links = LinkKeeper(model: model)
         self.metadata = [
             NSStoreTypeKey: NSInMemoryStoreType,
             NSStoreUUIDKey: identifier,
@@ -61,6 +64,8 @@ public final class InMemoryStore: PersistentStore {
                 }
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
+            var transaction = transaction
+            links.apply(to: &transaction) { id in s.tables[id.entity]?[id.primaryKey] }
             var committed: [StoreRow] = []
             committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
             for var row in transaction.inserts {

@@ -35,6 +35,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// a reopen.)
     func recordAllocatedKeys(entities: [Int32]) throws
     /// Applies a transaction atomically, or reports conflicts and applies nothing.
+    ///
+    /// The two ends of every link must agree once it is applied: a link is as its owning
+    /// end has it (the to-one end of a one-to-many; of two like ends, the one whose entity
+    /// and relationship names sort first), the other end follows, and a deleted row leaves
+    /// the rows linking to it unless its delete rule is "no action". The committed rows are
+    /// the transaction's inserts then updates as written, then any other rows written to
+    /// keep the ends in agreement. (Both stores here do this with the internal `LinkKeeper`.)
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult
     /// The rows of `entity` that pass `filter` (all rows when `nil`), in primary-key order.
     func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow]

@@ -45,7 +45,8 @@ extension FileStore {
 
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
-        try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
+        var transaction = transaction
+        return try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
             try prepare(&s)
             var conflicts: [StoreConflict] = []
             for row in transaction.updates {
@@ -65,6 +66,11 @@ extension FileStore {
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
             if transaction.isEmpty { return .committed([]) }
+            let image = s.image
+            try links.apply(to: &transaction) { id throws(FileStoreError) -> StoreRow? in
+                guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
+                return try decodeRow(id, ref, image)
+            }
             try compactIfNeeded(&s)
 
             // Encode the payload; remember where each row's values land.
@@ -128,8 +134,8 @@ extension FileStore {
             for (entity, maxKey) in insertedMax {
                 s.tables[entity, default: Table()].rows.reserveKeys(below: maxKey + 1)
             }
-            let image = s.image
-            try image.withBytes { buf throws(FileStoreError) in
+            let appended = s.image
+            try appended.withBytes { buf throws(FileStoreError) in
                 // Rows of one entity come together: take its table out of the dictionary once
                 // per run, and index the values the transaction carries instead of decoding
                 // them again (measured: per-row dictionary lookups and decoding were half of

@@ -82,6 +82,8 @@ public final class FileStore: PersistentStore {
     let model: NSManagedObjectModel
     /// Attribute columns with an index, per entity.
     let indexedColumns: [Int32: [Int]]
+    /// Keeps both ends of each stored link in agreement at commit.
+    let links: LinkKeeper
     let state: Lock<State>
 
     /// Where a row's encoded values are in the image, and its version.
@@ -271,6 +273,7 @@ public final class FileStore: PersistentStore {
         self.options = options
         var indexed: [Int32: [Int]] = [:]
         model.seal()
+        self.links = LinkKeeper(model: model)
         for e in model.entities {
             let columns = e.properties.enumerated().compactMap { i, p -> Int? in
                 guard let a = p as? NSAttributeDescription, a.isIndexed, !a.isTransient else { return nil }
