@@ -103,6 +103,27 @@ import Testing
         #expect(try b.value("Author", 1, "books") == .references([b.id("Book", 1)]))
     }
 
+    /// Many links changed in one commit (merged through sorted lists) and a few (placed by
+    /// binary search) leave the derived list exactly the owning ends' books, sorted.
+    @Test(arguments: ["file", "memory"], [3, 40])
+    func manyOrFewChangesLeaveTheExactSortedList(kind: String, changes: Int) throws {
+        let b = try Bench(kind)
+        let shelf = b.id("Shelf", 1)
+        func book(_ pk: Int64, version: Int64 = 0, on: Bool) -> StoreRow {
+            b.row("Book", pk, version: version, ["title": .string("b\(pk)"), "shelf": on ? .reference(shelf) : .null])
+        }
+        try b.commit(inserts: [b.row("Shelf", 1, ["name": .string("S")])] + (1...100).map { book(Int64($0), on: $0 % 2 == 0) })
+        var expected = Set((1...100).filter { $0 % 2 == 0 }.map { Int64($0) })
+        #expect(try b.value("Shelf", 1, "books") == .references(expected.sorted().map { b.id("Book", $0) }))
+        // Take `changes` even books off, put `changes` odd books on, in one commit.
+        let off = (1...100).filter { $0 % 2 == 0 }.prefix(changes).map { Int64($0) }
+        let on = (1...100).filter { $0 % 2 == 1 }.suffix(changes).map { Int64($0) }
+        try b.commit(updates: off.map { book($0, version: 1, on: false) } + on.map { book($0, version: 1, on: true) })
+        expected.subtract(off)
+        expected.formUnion(on)
+        #expect(try b.value("Shelf", 1, "books") == .references(expected.sorted().map { b.id("Book", $0) }))
+    }
+
     /// Deleting a row takes it out of the rows that link to it (the nullify rule, applied
     /// by the store when the transaction does not carry those rows); a row that is deleted
     /// too is not written.

@@ -401,9 +401,12 @@ extension NSManagedObjectContext {
                 // The store keeps each link as its owning end has it: where this object's
                 // other end said otherwise (two ends read at different times), the object
                 // takes the stored links, or it would keep showing what the store denies.
-                // Compared as sent, without sorting: usually the rows are the same.
-                for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
-                    if sent.value(at: i) != row.value(at: i) { o.slots[i] = o.decode(row)[i] }
+                // Usually the store returns the values as sent, in the same array: `==` on
+                // one buffer is a single comparison. Else compared slot by slot as sent.
+                if sent.values != row.values {
+                    for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
+                        if sent.value(at: i) != row.value(at: i) { o.slots[i] = o.decode(row)[i] }
+                    }
                 }
             }
         }
