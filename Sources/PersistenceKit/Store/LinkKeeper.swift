@@ -147,17 +147,38 @@ struct LinkKeeper: Sendable {
                 }
             }
         }
-        // A deleted row leaves every row that links to it, through either end, unless its
-        // relationship's delete rule is "no action" (as in Core Data, the other end then
-        // keeps pointing at it: the model asked for that). A row that cannot be read is
-        // deleted all the same: deleting is how a damaged row is got rid of.
+        // A deleted row leaves every row that links to it. Under a "no action" rule an
+        // owning end elsewhere keeps pointing at it, as a foreign key does in Core Data's SQL
+        // store (the model asked for that); a derived end always lets go, as a list a SQL
+        // store computes from the foreign keys would. (Found in review: a derived end that
+        // kept a row deleted under "no action" could never be emptied, since derived ends
+        // are the store's to keep.) A row that cannot be read is deleted all the same:
+        // deleting is how a damaged row is got rid of.
         for d in transaction.deletes {
             guard let entityEnds = ends(d.id.entity), let old = try? storedRow(d.id) else { continue }
-            for end in entityEnds where !end.keepsInverseOnDelete {
+            for end in entityEnds where end.owns || !end.keepsInverseOnDelete {
                 for t in Self.targets(old.value(at: end.property)) { note(t, end.inverseProperty, remove: d.id) }
             }
         }
+        closePatch()
 
+        // A derived to-one (one end of a one-to-one) holds one owner: when several owning
+        // ends claim it, or a new one claims it from its stored owner, the one kept is the
+        // highest row, and the others let go of it. (Found in review: the previous owner, or
+        // a second claimant in the same transaction, kept pointing at it, one-sided.)
+        for (target, patch) in patches.sorted(by: { ($0.key.row, $0.key.property) < ($1.key.row, $1.key.property) })
+        where !patch.adds.isEmpty {
+            guard let end = ends(target.row.entity)?.first(where: { $0.property == target.property }), !end.owns, !end.isToMany
+            else { continue }
+            let winner = patch.adds.max()!
+            var losers = patch.adds.filter { $0 != winner }
+            if case let .reference(previous)? = try storedRow(target.row)?.value(at: target.property), previous != winner,
+                !patch.removes.contains(previous)
+            {
+                losers.append(previous)
+            }
+            for loser in losers where !deleted.contains(loser) { note(loser, end.inverseProperty, remove: target.row) }
+        }
         closePatch()
 
         // Rows of the transaction: derived ends from the store, then the patches. Each
@@ -201,20 +222,41 @@ struct LinkKeeper: Sendable {
             try settle(&transaction.updates[i], isUpdate: true)
         }
 
-        // Rows outside the transaction whose ends change are written too.
+        // Rows outside the transaction whose ends change are written too. A link an owning
+        // end written here makes to a row that is gone (deleted by this transaction, or
+        // missing) is taken off that owning end: the store keeps no new link to nothing.
+        // (Found in review: a book updated onto a shelf deleted in the same commit was
+        // stored pointing at the missing row.) Under "no action" on the deleted row's side
+        // the link stays, as its delete rule asks.
         var extra: [StoreRowID: StoreRow] = [:]
+        var toNowhere: [StoreRowID: [(property: Int, target: StoreRowID)]] = [:]
         for (target, patch) in patches.sorted(by: { ($0.key.row, $0.key.property) < ($1.key.row, $1.key.property) }) {
             let id = target.row
-            guard !deleted.contains(id), let end = ends(id.entity)?.first(where: { $0.property == target.property })
-            else { continue }
+            guard let end = ends(id.entity)?.first(where: { $0.property == target.property }) else { continue }
             var found = extra[id]
-            if found == nil { found = try storedRow(id) }
-            guard var row = found else { continue }  // a missing target: nothing to keep
+            if found == nil, !deleted.contains(id) { found = try storedRow(id) }
+            guard var row = found else {
+                if !(deleted.contains(id) && end.keepsInverseOnDelete) {
+                    for source in patch.adds { toNowhere[source, default: []].append((end.inverseProperty, id)) }
+                }
+                continue
+            }
             let old = row.value(at: end.property)
             let new = Self.patched(old, patch, toMany: end.isToMany)
             if new == old { continue }
             Self.set(&row, end, new)
             extra[id] = row
+        }
+        if !toNowhere.isEmpty {
+            func unlink(_ row: inout StoreRow) {
+                guard let links = toNowhere[row.id], let entityEnds = ends(row.id.entity) else { return }
+                for (property, target) in links {
+                    guard let end = entityEnds.first(where: { $0.property == property }) else { continue }
+                    Self.set(&row, end, Self.patched(row.value(at: property), Patch(removes: [target]), toMany: end.isToMany))
+                }
+            }
+            for i in transaction.inserts.indices { unlink(&transaction.inserts[i]) }
+            for i in transaction.updates.indices { unlink(&transaction.updates[i]) }
         }
         transaction.updates.append(contentsOf: extra.values.sorted { $0.id < $1.id })
     }
