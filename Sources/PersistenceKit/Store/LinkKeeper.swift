@@ -11,8 +11,10 @@ import Foundation
 /// A commit takes what the owning ends say, and the *derived* ends follow: their values in
 /// the transaction are replaced by the stored value with the owning ends' changes applied,
 /// and rows outside the transaction whose derived end changes are written too (as updates
-/// at their current version). Deleting a row takes it out of every row that links to it.
-/// With this, no commit can leave a link on one side only, whatever the contexts send.
+/// at their current version). Deleting a row takes it out of every row that links to it
+/// (owning ends keep it under a "no action" rule, as foreign keys do).
+/// With this, no commit can leave a link between two rows on one side only, whatever the
+/// contexts send.
 /// (Regression history: the randomized conflict run found one-sided links a dozen times,
 /// each fixed in the contexts; seeds 21013 and 39217 of 1–40000 still produced one until
 /// the store kept the ends itself.)

@@ -39,7 +39,7 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The two ends of every link must agree once it is applied: a link is as its owning
     /// end has it (the to-one end of a one-to-many; of two like ends, the one whose entity
     /// and relationship names sort first), the other end follows, and a deleted row leaves
-    /// the rows linking to it unless its delete rule is "no action". The committed rows are
+    /// the rows linking to it (owning ends keep it under a "no action" rule). The committed rows are
     /// the transaction's inserts then updates as written, then any other rows written to
     /// keep the ends in agreement. (Both stores here do this with the internal `LinkKeeper`.)
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult
