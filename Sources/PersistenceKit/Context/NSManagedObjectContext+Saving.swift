@@ -430,15 +430,22 @@ extension NSManagedObjectContext {
             keepCommitted(committed[i], in: written[i], sent: sent.updates[i - inserted.count])
         }
         // Rows the store wrote besides (the other ends of links): objects holding them here
-        // move onto them, and the save announces them as updated, so that other contexts
-        // merge them too.
+        // move onto them, and the save announces them as updated (as faults when they were
+        // not registered here), so that contexts merging the notification's objects or IDs
+        // take them too, and they get `didSave()` like every object the save announces.
+        // (Found in review: unregistered ones were in the IDs notification only, so a
+        // context merging the objects kept a stale copy and its next save conflicted.)
         var alsoUpdated: [NSManagedObject] = []
+        let model = coordinator.managedObjectModel
         for row in committed.dropFirst(written.count) {
-            let model = coordinator.managedObjectModel
             guard let entity = model.entity(at: row.id.entity) else { continue }
             let id = NSManagedObjectID(entity: entity, row: row.id, store: store.identifier)
             changes.updated.append(id)
-            guard let o = registeredByID[id], !o.flags.contains(.invalidated) else { continue }
+            guard let o = registeredByID[id] else {
+                alsoUpdated.append(object(with: id))
+                continue
+            }
+            if o.flags.contains(.invalidated) { continue }
             if o.flags.contains(.fault) {
                 o.dropRow()
             } else if let snapshot = o.snapshot, snapshot.version < row.version, !o.flags.contains(.deleted) {
@@ -458,6 +465,7 @@ extension NSManagedObjectContext {
         unprocessed.inserted = leftovers  // still to be announced by objects-did-change
         for o in inserted { o.didSave() }
         for o in updated { o.didSave() }
+        for o in alsoUpdated { o.didSave() }
         for o in deleted { o.didSave() }
         // Deleted objects stay registered through `didSave()` (it may read their context),
         // then leave the registry and their context together.

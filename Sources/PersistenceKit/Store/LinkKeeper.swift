@@ -30,6 +30,8 @@ struct LinkKeeper: Sendable {
         var owns: Bool
         /// Whether the delete rule is "no action": deleting the row leaves the other ends.
         var keepsInverseOnDelete: Bool
+        /// Whether the relationship is its own inverse (a spouse, friends): both ends own.
+        var isOwnInverse: Bool
     }
 
     /// Stored relationships with an inverse, by entity index (an array: `apply` looks up
@@ -50,7 +52,8 @@ struct LinkKeeper: Sendable {
                 ends[e.index, default: []].append(
                     End(
                         property: r.index, isToMany: r.isToMany, inverseEntity: destination.index, inverseProperty: inverse.index,
-                        inverseIsToMany: inverse.isToMany, owns: owns, keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule))
+                        inverseIsToMany: inverse.isToMany, owns: owns, keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule,
+                        isOwnInverse: inverse === r))
             }
         }
         let count = Int(model.entities.map(\.index).max() ?? -1) + 1
@@ -167,10 +170,13 @@ struct LinkKeeper: Sendable {
         // A derived to-one (one end of a one-to-one) holds one owner: when several owning
         // ends claim it, or a new one claims it from its stored owner, the one kept is the
         // highest row, and the others let go of it. (Found in review: the previous owner, or
-        // a second claimant in the same transaction, kept pointing at it, one-sided.)
+        // a second claimant in the same transaction, kept pointing at it, one-sided.) The
+        // same holds for a to-one that is its own inverse (a spouse), whose ends both own
+        // (found in a second review).
         for (target, patch) in patches.sorted(by: { ($0.key.row, $0.key.property) < ($1.key.row, $1.key.property) })
         where !patch.adds.isEmpty {
-            guard let end = ends(target.row.entity)?.first(where: { $0.property == target.property }), !end.owns, !end.isToMany
+            guard let end = ends(target.row.entity)?.first(where: { $0.property == target.property }), !end.isToMany,
+                !end.owns || end.isOwnInverse
             else { continue }
             let winner = patch.adds.max()!
             var losers = patch.adds.filter { $0 != winner }
