@@ -11,8 +11,11 @@ import Testing
 /// inverse of every reference lists the source back. Returns problems as strings.
 func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] {
     let coordinator = container.persistentStoreCoordinator
-    let store = try coordinator.primaryStore(for: "check")
-    let model = coordinator.managedObjectModel
+    return try storedGraphProblems(coordinator.primaryStore(for: "check"), coordinator.managedObjectModel)
+}
+
+/// The same check on `store`'s rows, read through the store alone.
+func storedGraphProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel) throws -> [String] {
     var rows: [StoreRowID: StoreRow] = [:]
     for e in model.entities {
         for r in try store.fetchRows(entity: Int32(e.index), filter: nil) { rows[r.id] = r }

@@ -55,9 +55,9 @@ import Testing
     func selfInverseOneToOneTakeOverReleasesThePreviousSpouse(kind: String) throws {
         let b = try PersonBench(kind)
         try b.commit(inserts: [b.row(1, spouse: 2), b.row(2, spouse: 1), b.row(3)])
-        #expect(try rawLinkProblems(b.store, b.model) == [])
+        #expect(try storedGraphProblems(b.store, b.model) == [])
         try b.commit(updates: [b.row(3, version: 1, spouse: 2)])
-        #expect(try rawLinkProblems(b.store, b.model) == [], "\(kind)")
+        #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
     }
 
     /// Self-inverse one-to-one claimed by two rows in one transaction.
@@ -65,7 +65,7 @@ import Testing
     func twoClaimsOnASelfInverseOneToOne(kind: String) throws {
         let b = try PersonBench(kind)
         try b.commit(inserts: [b.row(1, spouse: 3), b.row(2, spouse: 3), b.row(3)])
-        #expect(try rawLinkProblems(b.store, b.model) == [], "\(kind)")
+        #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
     }
 
     /// Same through a context (primitive setters, which keep no inverse, as in Core Data).

@@ -25,38 +25,6 @@ final class LRChild: NSManagedObject {
     @Relationship(inverse: "children", deleteRule: .noActionDeleteRule) var parent: LRParent?
 }
 
-/// One-sided links in a store, read row by row.
-func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel) throws -> [String] {
-    var rows: [StoreRowID: StoreRow] = [:]
-    for e in model.entities {
-        for r in try store.fetchRows(entity: Int32(e.index), filter: nil) { rows[r.id] = r }
-    }
-    func refs(_ v: StoreValue) -> [StoreRowID] {
-        switch v {
-        case let .reference(r): [r]
-        case let .references(rs): rs
-        default: []
-        }
-    }
-    var problems: [String] = []
-    for (id, row) in rows.sorted(by: { $0.key < $1.key }) {
-        guard let e = model.entity(at: id.entity) else { continue }
-        for case let rel as NSRelationshipDescription in e.properties {
-            guard let inv = rel.inverseRelationship else { continue }
-            for t in refs(row.value(at: rel.index)) {
-                guard let target = rows[t] else {
-                    problems.append("\(e.name)#\(id.primaryKey).\(rel.name) -> missing \(t)")
-                    continue
-                }
-                if !refs(target.value(at: inv.index)).contains(id) {
-                    problems.append("\(e.name)#\(id.primaryKey).\(rel.name) -> \(t.primaryKey), whose \(inv.name) does not list it back")
-                }
-            }
-        }
-    }
-    return problems
-}
-
 @Suite(.serialized) struct LinkReviewTests {
     typealias Bench = StoreLinkTests.Bench
 
@@ -72,9 +40,9 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             b.row("Cover", 1, ["color": .string("red"), "book": .reference(b.id("Book", 1))]),
             b.row("Book", 2, ["title": .string("B2")]),
         ])
-        #expect(try rawLinkProblems(b.store, b.model) == [])
+        #expect(try storedGraphProblems(b.store, b.model) == [])
         try b.commit(updates: [b.row("Book", 2, version: 1, ["title": .string("B2"), "cover": .reference(b.id("Cover", 1))])])
-        #expect(try rawLinkProblems(b.store, b.model) == [], "\(kind)")
+        #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
         #expect(try b.value("Cover", 1, "book") == .reference(b.id("Book", 2)))
         #expect(try b.value("Book", 1, "cover") == .null)
     }
@@ -90,7 +58,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             b.row("Book", 1, ["title": .string("B1"), "cover": .reference(b.id("Cover", 1))]),
             b.row("Book", 2, ["title": .string("B2"), "cover": .reference(b.id("Cover", 1))]),
         ])
-        #expect(try rawLinkProblems(b.store, b.model) == [], "\(kind)")
+        #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
     }
 
     /// A row linked to a row the same transaction deletes: the link is dropped (it was
@@ -102,7 +70,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
         try b.commit(
             updates: [b.row("Book", 1, version: 1, ["title": .string("B"), "shelf": .reference(b.id("Shelf", 1))])],
             deletes: [(b.id("Shelf", 1), 1)])
-        #expect(try rawLinkProblems(b.store, b.model) == [], "\(kind)")
+        #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
     }
 
     // MARK: Context level
@@ -115,16 +83,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
     func addingThroughTheDerivedEndWithAStaleOwnerIsNotLost(policy: NSMergePolicy) throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
-        let seed = c1.newBackgroundContext()
-        let (sID, xID) = try seed.performAndWait {
-            let s = Shelf(context: seed)
-            s.name = "S"
-            let x = Book(context: seed)
-            x.title = "X"
-            x.shelf = s
-            try seed.save()
-            return (s.objectID, x.objectID)
-        }
+        let (sID, xID) = try Self.seedShelfHoldingABook(c1)
         let a = c1.newBackgroundContext()
         a.mergePolicy = policy
         a.performAndWait {
@@ -190,7 +149,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             return p.map(\.objectID)
         }
         let store = try container.persistentStoreCoordinator.primaryStore(for: "check")
-        #expect(try rawLinkProblems(store, model) == [], "\(kind)")
+        #expect(try storedGraphProblems(store, model) == [], "\(kind)")
         let fresh = container.newBackgroundContext()
         let summary = fresh.performAndWait {
             ids.map { id in
@@ -203,7 +162,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             ctx.delete(ctx.object(with: ids[2]))
             try ctx.save()
         }
-        #expect(try rawLinkProblems(store, model) == [], "\(kind) after delete")
+        #expect(try storedGraphProblems(store, model) == [], "\(kind) after delete")
     }
 
     /// No-action rule on the to-one (owning) end: deleting the child must not leave the
@@ -238,7 +197,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             try ctx.save()
         }
         let store = try container.persistentStoreCoordinator.primaryStore(for: "check")
-        let afterDelete = try rawLinkProblems(store, model)
+        let afterDelete = try storedGraphProblems(store, model)
         // Clean up explicitly through the set.
         let ctx2 = container.newBackgroundContext()
         let inMemory: Int = try ctx2.performAndWait {
@@ -249,7 +208,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             try ctx2.save()
             return p.children.count
         }
-        let after = try rawLinkProblems(store, model)
+        let after = try storedGraphProblems(store, model)
         #expect(after == [], "\(kind): after delete \(afterDelete); after explicit removal \(after); in memory \(inMemory)")
     }
 
@@ -298,16 +257,7 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
     @Test func extraRowsAreAnnouncedAndMerged() throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
-        let seed = c1.newBackgroundContext()
-        let (sID, xID) = try seed.performAndWait {
-            let s = Shelf(context: seed)
-            s.name = "S"
-            let x = Book(context: seed)
-            x.title = "X"
-            x.shelf = s
-            try seed.save()
-            return (s.objectID, x.objectID)
-        }
+        let (sID, xID) = try Self.seedShelfHoldingABook(c1)
         let a = c1.newBackgroundContext()
         let sibling = c1.newBackgroundContext()
         sibling.automaticallyMergesChangesFromParent = true
@@ -519,5 +469,19 @@ func rawLinkProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel
             try ctx.save()
         }
         #expect(try storedGraphProblems(container) == [])
+    }
+
+    /// Saves shelf "S" holding book "X" through `container`; returns their IDs.
+    private static func seedShelfHoldingABook(_ container: NSPersistentContainer) throws -> (NSManagedObjectID, NSManagedObjectID) {
+        let seed = container.newBackgroundContext()
+        return try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S"
+            let x = Book(context: seed)
+            x.title = "X"
+            x.shelf = s
+            try seed.save()
+            return (s.objectID, x.objectID)
+        }
     }
 }
