@@ -21,11 +21,11 @@ import Foundation
 struct LinkKeeper: Sendable {
     /// One relationship with an inverse, as the commit needs it.
     struct End: Sendable {
+        /// The relationship's property index in its entity.
         var property: Int
         var isToMany: Bool
-        var inverseEntity: Int32
+        /// The inverse's property index in the destination entity.
         var inverseProperty: Int
-        var inverseIsToMany: Bool
         /// Whether this end owns the link (its value is taken as written).
         var owns: Bool
         /// Whether the delete rule is "no action": deleting the row leaves the other ends.
@@ -51,9 +51,8 @@ struct LinkKeeper: Sendable {
                 }
                 ends[e.index, default: []].append(
                     End(
-                        property: r.index, isToMany: r.isToMany, inverseEntity: destination.index, inverseProperty: inverse.index,
-                        inverseIsToMany: inverse.isToMany, owns: owns, keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule,
-                        isOwnInverse: inverse === r))
+                        property: r.index, isToMany: r.isToMany, inverseProperty: inverse.index, owns: owns,
+                        keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule, isOwnInverse: inverse === r))
             }
         }
         let count = Int(model.entities.map(\.index).max() ?? -1) + 1
