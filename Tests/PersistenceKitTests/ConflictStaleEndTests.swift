@@ -84,7 +84,7 @@ import Testing
         let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (xID, qID) = try seed.performAndWait {
-            let (x, q) = makePair(kind, in: seed)
+            let (x, q) = LinkPair.make(kind, in: seed)
             try seed.save()
             return (x.objectID, q.objectID)
         }
@@ -92,18 +92,18 @@ import Testing
         a.mergePolicy = policy
         a.performAndWait {
             let x = a.object(with: xID), q = a.object(with: qID)
-            setLinked(true, kind, x: x, q: q, throughX: true)
+            LinkPair.setLinked(true, kind, x: x, q: q, throughX: true)
         }
         let b = c2.newBackgroundContext()
         try b.performAndWait {
             let x = b.object(sameAs: xID, as: NSManagedObject.self), q = b.object(sameAs: qID, as: NSManagedObject.self)
-            setLinked(true, kind, x: x, q: q, throughX: true)
+            LinkPair.setLinked(true, kind, x: x, q: q, throughX: true)
             try b.save()
         }
         let outcome: String = a.performAndWait {
             let x = a.object(with: xID), q = a.object(with: qID)
             a.refresh(x, mergeChanges: true)  // X at its newest version; Q still at its first
-            setLinked(false, kind, x: x, q: q, throughX: via == "X")
+            LinkPair.setLinked(false, kind, x: x, q: q, throughX: via == "X")
             do { try a.save(); return "saved" } catch { return "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
         }
         if policy === NSErrorMergePolicy {
@@ -114,65 +114,12 @@ import Testing
         let fresh = c1.newBackgroundContext()
         let (xLinks, qLinks) = fresh.performAndWait {
             let x = fresh.object(with: xID), q = fresh.object(with: qID)
-            return (linkCount(kind, of: x, isX: true), linkCount(kind, of: q, isX: false))
+            return (LinkPair.linkCount(kind, of: x, isX: true), LinkPair.linkCount(kind, of: q, isX: false))
         }
         let problems = try storedGraphProblems(c1)
         #expect(problems == [], "\(kind) via \(via), \(policy)")
         // Both ends agree. A failed save leaves the other coordinator's link.
         #expect(xLinks == qLinks, "\(kind) via \(via), \(policy): \(xLinks) \(qLinks)")
         if outcome != "saved" { #expect(xLinks == 1) }
-    }
-
-    /// X and Q for `kind` (see the test), unlinked, inserted into `context`.
-    private static func makePair(_ kind: String, in context: NSManagedObjectContext) -> (NSManagedObject, NSManagedObject) {
-        func book() -> Book {
-            let b = Book(context: context)
-            b.title = "B"
-            return b
-        }
-        switch kind {
-        case "authors":
-            let q = Author(context: context)
-            q.name = "Q"
-            return (book(), q)
-        case "books":
-            let x = Shelf(context: context)
-            x.name = "X"
-            return (x, book())
-        default:
-            let q = Shelf(context: context)
-            q.name = "Q"
-            return (book(), q)
-        }
-    }
-
-    /// Links or unlinks X and Q through X's relationship or through Q's inverse.
-    private static func setLinked(_ on: Bool, _ kind: String, x: NSManagedObject, q: NSManagedObject, throughX: Bool) {
-        switch (kind, throughX) {
-        case ("authors", true):
-            if on { (x as! Book).$authors.insert(q as! Author) } else { (x as! Book).$authors.remove(q as! Author) }
-        case ("authors", false):
-            if on { (q as! Author).$books.insert(x as! Book) } else { (q as! Author).$books.remove(x as! Book) }
-        case ("books", true):
-            if on { (x as! Shelf).$books.insert(q as! Book) } else { (x as! Shelf).$books.remove(q as! Book) }
-        case ("books", false):
-            (q as! Book).shelf = on ? (x as! Shelf) : nil
-        case (_, true):
-            (x as! Book).shelf = on ? (q as! Shelf) : nil
-        default:
-            if on { (q as! Shelf).$books.insert(x as! Book) } else { (q as! Shelf).$books.remove(x as! Book) }
-        }
-    }
-
-    /// How many objects `o` (X when `isX`, else Q) is linked to through the pair's relationship.
-    private static func linkCount(_ kind: String, of o: NSManagedObject, isX: Bool) -> Int {
-        switch (kind, isX) {
-        case ("authors", true): (o as! Book).authors.count
-        case ("authors", false): (o as! Author).books.count
-        case ("books", true): (o as! Shelf).books.count
-        case ("books", false): (o as! Book).shelf == nil ? 0 : 1
-        case (_, true): (o as! Book).shelf == nil ? 0 : 1
-        default: (o as! Shelf).books.count
-        }
     }
 }

@@ -122,14 +122,7 @@ final class LRChild: NSManagedObject {
     func selfInverseRelationshipsKeepBothEnds(kind: String) throws {
         let folder = try TemporaryFolder()
         let model = try NSManagedObjectModel(managedObjectClasses: [LRPerson.self])
-        let container: NSPersistentContainer
-        if kind == "file" {
-            container = try FSSupport.container(at: folder.storeURL, model: model, name: "self")
-        } else {
-            container = NSPersistentContainer(name: "self", managedObjectModel: model)
-            container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-            container.loadPersistentStores { _, _ in }
-        }
+        let container = try Self.container(kind, model: model, at: folder)
         let ctx = container.newBackgroundContext()
         let ids = try ctx.performAndWait {
             let p = (0..<4).map { i -> LRPerson in
@@ -174,14 +167,7 @@ final class LRChild: NSManagedObject {
     func aDanglingEntryCanBeRemovedFromTheDerivedEnd(kind: String) throws {
         let folder = try TemporaryFolder()
         let model = try NSManagedObjectModel(managedObjectClasses: [LRParent.self, LRChild.self])
-        let container: NSPersistentContainer
-        if kind == "file" {
-            container = try FSSupport.container(at: folder.storeURL, model: model, name: "noaction")
-        } else {
-            container = NSPersistentContainer(name: "noaction", managedObjectModel: model)
-            container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-            container.loadPersistentStores { _, _ in }
-        }
+        let container = try Self.container(kind, model: model, at: folder)
         let ctx = container.newBackgroundContext()
         let (pID, cID) = try ctx.performAndWait {
             let p = LRParent(context: ctx)
@@ -336,8 +322,8 @@ final class LRChild: NSManagedObject {
         let (c1, c2) = try twoCoordinators(on: folder)
         let seed = c1.newBackgroundContext()
         let (xID, qID) = try seed.performAndWait {
-            let (x, q) = pair(kind, in: seed)
-            if initially { setLinked(true, kind, x: x, q: q, throughX: true) }
+            let (x, q) = LinkPair.make(kind, in: seed)
+            if initially { LinkPair.setLinked(true, kind, x: x, q: q, throughX: true) }
             try seed.save()
             return (x.objectID, q.objectID)
         }
@@ -345,28 +331,28 @@ final class LRChild: NSManagedObject {
         a.mergePolicy = policy
         a.performAndWait {
             let x = a.object(with: xID), q = a.object(with: qID)
-            _ = linkCount(kind, of: x, isX: true)
-            _ = linkCount(kind, of: q, isX: false)
+            _ = LinkPair.linkCount(kind, of: x, isX: true)
+            _ = LinkPair.linkCount(kind, of: q, isX: false)
         }
         let b = c2.newBackgroundContext()
         try b.performAndWait {
             let x = b.object(sameAs: xID, as: NSManagedObject.self), q = b.object(sameAs: qID, as: NSManagedObject.self)
-            setLinked(!initially, kind, x: x, q: q, throughX: true)
+            LinkPair.setLinked(!initially, kind, x: x, q: q, throughX: true)
             try b.save()
         }
         let (outcome, memory): (String, String) = a.performAndWait {
             let x = a.object(with: xID), q = a.object(with: qID)
             a.refresh(refreshX ? x : q, mergeChanges: true)
-            setLinked(finalLink, kind, x: x, q: q, throughX: via == "X")
+            LinkPair.setLinked(finalLink, kind, x: x, q: q, throughX: via == "X")
             let had = a.hasChanges
             let outcome: String
             do { try a.save(); outcome = had ? "saved" : "nothing" } catch { outcome = "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
-            return (outcome, "\(linkCount(kind, of: x, isX: true))/\(linkCount(kind, of: q, isX: false)) changes=\(a.hasChanges)")
+            return (outcome, "\(LinkPair.linkCount(kind, of: x, isX: true))/\(LinkPair.linkCount(kind, of: q, isX: false)) changes=\(a.hasChanges)")
         }
         let fresh = c1.newBackgroundContext()
         let stored = fresh.performAndWait {
             let x = fresh.object(with: xID), q = fresh.object(with: qID)
-            return "\(linkCount(kind, of: x, isX: true))/\(linkCount(kind, of: q, isX: false)) changes=false"
+            return "\(LinkPair.linkCount(kind, of: x, isX: true))/\(LinkPair.linkCount(kind, of: q, isX: false)) changes=false"
         }
         let problems = try storedGraphProblems(c1)
         if !problems.isEmpty { return "\(outcome): store problems \(problems)" }
@@ -380,55 +366,7 @@ final class LRChild: NSManagedObject {
         return nil
     }
 
-    private static func pair(_ kind: String, in context: NSManagedObjectContext) -> (NSManagedObject, NSManagedObject) {
-        let x = Book(context: context)
-        x.title = "X"
-        switch kind {
-        case "cover": return (x, Cover(context: context))
-        case "authors":
-            let q = Author(context: context)
-            q.name = "Q"
-            return (x, q)
-        case "books":
-            let s = Shelf(context: context)
-            s.name = "X"
-            return (s, x)
-        default:
-            let q = Shelf(context: context)
-            q.name = "Q"
-            return (x, q)
-        }
-    }
 
-    private static func setLinked(_ on: Bool, _ kind: String, x: NSManagedObject, q: NSManagedObject, throughX: Bool) {
-        switch (kind, throughX) {
-        case ("cover", true): (x as! Book).cover = on ? (q as! Cover) : nil
-        case ("cover", false): (q as! Cover).book = on ? (x as! Book) : nil
-        case ("authors", true):
-            if on { (x as! Book).$authors.insert(q as! Author) } else { (x as! Book).$authors.remove(q as! Author) }
-        case ("authors", false):
-            if on { (q as! Author).$books.insert(x as! Book) } else { (q as! Author).$books.remove(x as! Book) }
-        case ("books", true):
-            if on { (x as! Shelf).$books.insert(q as! Book) } else { (x as! Shelf).$books.remove(q as! Book) }
-        case ("books", false): (q as! Book).shelf = on ? (x as! Shelf) : nil
-        case (_, true): (x as! Book).shelf = on ? (q as! Shelf) : nil
-        default:
-            if on { (q as! Shelf).$books.insert(x as! Book) } else { (q as! Shelf).$books.remove(x as! Book) }
-        }
-    }
-
-    private static func linkCount(_ kind: String, of o: NSManagedObject, isX: Bool) -> Int {
-        switch (kind, isX) {
-        case ("cover", true): (o as! Book).cover == nil ? 0 : 1
-        case ("cover", false): (o as! Cover).book == nil ? 0 : 1
-        case ("authors", true): (o as! Book).authors.count
-        case ("authors", false): (o as! Author).books.count
-        case ("books", true): (o as! Shelf).books.count
-        case ("books", false): (o as! Book).shelf == nil ? 0 : 1
-        case (_, true): (o as! Book).shelf == nil ? 0 : 1
-        default: (o as! Shelf).books.count
-        }
-    }
 
     /// An inserted object whose relationship the store changes (here: a primitive set of
     /// the owning end, which like Core Data's keeps no inverse) takes the stored value in
@@ -483,5 +421,19 @@ final class LRChild: NSManagedObject {
             try seed.save()
             return (s.objectID, x.objectID)
         }
+    }
+
+    /// A loaded container for `model`: a file store in `folder` ("file") or an in-memory
+    /// store ("memory").
+    private static func container(_ kind: String, model: NSManagedObjectModel, at folder: borrowing TemporaryFolder) throws
+        -> NSPersistentContainer
+    {
+        if kind == "file" { return try FSSupport.container(at: folder.storeURL, model: model, name: kind) }
+        let container = NSPersistentContainer(name: kind, managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        let failure = TestMutex<(any Error)?>(nil)
+        container.loadPersistentStores { _, error in failure.withLock { $0 = error } }  // synchronous by default
+        if let error = failure.withLock({ $0 }) { throw error }
+        return container
     }
 }
