@@ -54,6 +54,45 @@ import Testing
         #expect(Set(registry.values.map(ObjectIdentifier.init)) == Set(reference.values.map(ObjectIdentifier.init)))
     }
 
+    /// `insert(contentsOf:)` sorts large batches by bucket: it must leave the same table, and
+    /// report the same replaced objects, as inserting one at a time — with keys registered
+    /// already, repeated keys inside the batch, and both sides of the bulk threshold.
+    @Test(arguments: [(UInt64(10), 100), (UInt64(11), ObjectRegistry.bulkThreshold + 1), (UInt64(12), 20_000)] as [(UInt64, Int)])
+    func bulkInsertMatchesOneAtATime(seed: UInt64, batch: Int) throws {
+        let model = try Fixtures.model()
+        model.seal()
+        let entity = try #require(model.entitiesByName["Book"])
+        var rng = SplitMix(state: seed)
+        func object(_ pk: Int64) -> NSManagedObject {
+            let o = NSManagedObject(entity: entity, insertInto: nil)
+            o.objectID = NSManagedObjectID(entity: entity, row: StoreRowID(entity: entity.index, primaryKey: pk), store: "S")
+            return o
+        }
+        let keyRange: ClosedRange<Int64> = 1...Int64(batch * 2)
+        var bulk = ObjectRegistry()
+        var single = ObjectRegistry()
+        for _ in 0..<(batch / 3) {
+            let o = object(Int64.random(in: keyRange, using: &rng))
+            bulk.insert(o)
+            single.insert(o)
+        }
+        // Sequential keys, as a save hands them out, then random ones that repeat some.
+        let objects = (0..<batch).map { i in object(i % 2 == 0 ? Int64(i + 1) : Int64.random(in: keyRange, using: &rng)) }
+        let replacedInBulk = bulk.insert(contentsOf: objects)
+        let replacedSingly = objects.compactMap { single.insert($0) }
+        #expect(Set(replacedInBulk.map(ObjectIdentifier.init)) == Set(replacedSingly.map(ObjectIdentifier.init)))
+        #expect(replacedInBulk.count == replacedSingly.count)
+        #expect(!replacedSingly.isEmpty, "the batch repeats keys, so some objects are replaced")
+        #expect(bulk.count == single.count)
+        for pk in keyRange {
+            let id = NSManagedObjectID(entity: entity, row: StoreRowID(entity: entity.index, primaryKey: pk), store: "S")
+            #expect(bulk[id] === single[id], "lookup of row \(pk) differs")
+        }
+        // The table stays usable: removing everything through it empties it.
+        for o in bulk.values { bulk.remove(o) }
+        #expect(bulk.isEmpty)
+    }
+
     @Test(arguments: [4, 5, 6]) func rowTableMatchesDictionary(seed: UInt64) throws {
         var rng = SplitMix(state: seed)
         var table = RowTable()

@@ -180,6 +180,12 @@ extension NSManagedObjectContext {
         if let stale = registeredByID.insert(object) { invalidateStale(stale) }
     }
 
+    /// Registers `objects`, which were just given permanent keys (and are registered under
+    /// no other), as `assignPermanentID` does one at a time.
+    func registerPermanentKeys(of objects: [NSManagedObject]) {
+        for stale in registeredByID.insert(contentsOf: objects) { invalidateStale(stale) }
+    }
+
     @inline(never)
     private func invalidateStale(_ object: NSManagedObject) { object.invalidate() }
 

@@ -415,11 +415,16 @@ extension NSManagedObjectContext {
         // on every one of them).
         assert(written.count >= inserted.count && zip(written, inserted).allSatisfy { $0 === $1 })
         let number = storeNumber(for: store.identifier)
-        // Room for every new permanent ID at once: grown one doubling at a time, the table
-        // moved its objects again at each (measured: 2% of saving 100,000 inserts).
-        registeredByID.reserveCapacity(registeredByID.count + inserted.count)
+        // The objects that got their permanent keys now, registered under them together
+        // after this pass (see `ObjectRegistry.insert(contentsOf:)`).
+        var keyed: [NSManagedObject] = []
+        keyed.reserveCapacity(inserted.count)
         for (i, o) in inserted.enumerated() {
-            if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }
+            if let row = o.pendingRow {
+                unregister(o)
+                o.setObjectKey(ObjectKey(row: row, storeNumber: number))
+                keyed.append(o)
+            }
             o.pendingRow = nil
             o.insertionIndex = -1
             o.flags = []
@@ -429,6 +434,7 @@ extension NSManagedObjectContext {
         for i in inserted.count..<written.count {
             keepCommitted(committed[i], in: written[i], sent: sent.updates[i - inserted.count])
         }
+        registerPermanentKeys(of: keyed)
         // Rows the store wrote besides (the other ends of links): objects holding them here
         // move onto them, and the save announces them as updated (as faults when they were
         // not registered here), so that contexts merging the notification's objects or IDs

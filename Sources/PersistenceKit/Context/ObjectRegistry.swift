@@ -85,6 +85,76 @@ struct ObjectRegistry {
         return replaced === object ? nil : replaced
     }
 
+    /// Registers each of `objects` under its key, as `insert(_:)` one after the other would
+    /// (a later object with an earlier one's key replaces it), and returns the objects they
+    /// replaced, which the caller must invalidate or refuse as for `insert(_:)`.
+    ///
+    /// For a large batch the objects go into the table in bucket order, not in the order
+    /// given: keys are spread over the whole table, so one at a time every object was a
+    /// cache miss into it (measured: a twelfth of saving 100,000 inserts, all of it in
+    /// the load of the bucket). The references are taken while each object is at hand and
+    /// moved into their buckets, so the second pass touches no object either.
+    ///
+    /// - Complexity: O(n + number of buckets / 256) for n objects.
+    mutating func insert(contentsOf objects: [NSManagedObject]) -> [NSManagedObject] {
+        guard objects.count >= Self.bulkThreshold else {
+            return objects.compactMap { insert($0) }
+        }
+        reserveCapacity(count + objects.count)  // the mask is final from here
+        let mask = self.mask
+        // Bins of 256 buckets (4 KiB of table): within one, the probes stay in a few pages.
+        let binShift = 8
+        let binCount = (mask >> binShift) + 1
+        struct Entry {
+            var hash: Int
+            var object: Unmanaged<NSManagedObject>
+        }
+        // Pass 1, in the caller's order (the objects' memory order for new ones): hash each
+        // object and take a reference to it while it is in cache; count the bins.
+        var counts = [Int](repeating: 0, count: binCount + 1)
+        var entries: [Entry] = []
+        entries.reserveCapacity(objects.count)
+        for o in objects {
+            let hash = o.objectKey.hashCode(for: o.entity)
+            entries.append(Entry(hash: hash, object: .passRetained(o)))
+            counts[((hash & mask) >> binShift) + 1] += 1
+        }
+        for b in 0..<binCount { counts[b + 1] += counts[b] }
+        // A stable counting sort by bin: objects with equal keys keep their order.
+        var sorted = [Entry](repeating: Entry(hash: 0, object: entries[0].object), count: entries.count)
+        for e in entries {
+            let b = (e.hash & mask) >> binShift
+            sorted[counts[b]] = e
+            counts[b] += 1
+        }
+        var replaced: [NSManagedObject] = []
+        // Pass 2, in bucket order: objects are read only on a hash match (a key registered
+        // already), and each reference taken in pass 1 is moved into its bucket.
+        buckets.withUnsafeMutableBufferPointer { table in
+            for e in sorted {
+                var i = e.hash & mask
+                while let existing = table[i].object {
+                    if table[i].hash == e.hash {
+                        let o = e.object.takeUnretainedValue()
+                        if existing.entity === o.entity, existing.hasObjectKey(o.objectKey) { break }
+                    }
+                    i = (i + 1) & mask
+                }
+                if let existing = table[i].object.take() {
+                    if existing !== e.object.takeUnretainedValue() { replaced.append(existing) }
+                } else {
+                    count += 1
+                }
+                table[i] = Bucket(hash: e.hash, object: e.object.takeRetainedValue())
+            }
+        }
+        return replaced
+    }
+
+    /// Below this many objects `insert(contentsOf:)` inserts one at a time: the table is
+    /// small enough to stay in cache, and sorting would cost more than it saves.
+    static let bulkThreshold = 4096
+
     /// Removes the object registered under `id`, if any.
     mutating func remove(_ id: NSManagedObjectID) {
         remove(id.objectKey, id.entity)
