@@ -61,8 +61,14 @@ extension NSModelActor {
     /// `Sendable`: it is `sending`, so the caller owns it afterwards. The closure receives the
     /// actor itself as an `isolated` parameter, so it may call the actor's synchronous
     /// methods, and the actor's context.
-    public nonisolated func withContext<T, E: Error>(
-        isolated action: @Sendable (isolated Self, NSManagedObjectContext) throws(E) -> sending T
+    ///
+    /// Its own name, not a `withContext` overload: as `withContext(isolated:)`, a trailing
+    /// closure `{ context, container in … }` written for the two-argument `withContext`
+    /// matched this form too, and where its body compiled for both the compiler chose this
+    /// one — `container` was then the context, silently (found porting CoreDataEvolution's
+    /// tests).
+    public nonisolated func withIsolatedContext<T, E: Error>(
+        _ action: @Sendable (isolated Self, NSManagedObjectContext) throws(E) -> sending T
     ) async throws(E) -> sending T {
         try await runIsolated(action)
     }

@@ -184,7 +184,7 @@ actor ProbeActor: NSModelActor {
         let container = try ActorFixtures.container()
         let store = ItemStore(container: container)
         _ = try await store.createItem(title: "x")
-        let item = try await store.withContext(isolated: { _, context in
+        let item = try await store.withIsolatedContext({ _, context in
             try context.fetch(Item.fetchRequest()).first
         })
         #expect(item != nil)

@@ -34,4 +34,17 @@ import Testing
         }
         #expect(count == 1)
     }
+
+    /// The two-argument form gets the actor's container, also written as a trailing closure
+    /// whose body would compile with a context in `container`'s place. (Regression: an async
+    /// `withContext(isolated:)` overload matched such closures, and won, handing the
+    /// closure the actor and its context.)
+    @Test func twoArgumentWithContextReceivesTheContainer() async throws {
+        let container = try ActorFixtures.container()
+        let store = ItemStore(container: container)
+        let name = await store.withContext { _, container in container.name }
+        #expect(name == container.name)
+        let coordinator = await store.withContext { _, container in ObjectIdentifier(container.persistentStoreCoordinator) }
+        #expect(coordinator == ObjectIdentifier(container.persistentStoreCoordinator))
+    }
 }

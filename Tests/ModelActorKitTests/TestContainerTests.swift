@@ -53,6 +53,18 @@ import Testing
         #expect(count == 0)
     }
 
+    /// The container takes the test's name as given, as CoreDataEvolution's does; only the
+    /// store file's name is cleaned up.
+    @Test func containerIsNamedAfterTheTestAsGiven() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let container = try NSPersistentContainer.makeTest(model: model, testName: "Suite/test case")
+        #expect(container.name == "Suite/test case")
+        let file = try #require(container.persistentStoreCoordinator.persistentStores.first?.url)
+        #expect(file.lastPathComponent == "Suite_test_case.store")
+        let byDefault = try NSPersistentContainer.makeTest(model: model)
+        #expect(byDefault.name == "\(#fileID)-\(#function)")
+    }
+
     @Test func folderThatCannotBeMadeIsATypedError() throws {
         let blocker = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pk-blocker-\(UUID().uuidString)")
         try Data("not a folder".utf8).write(to: blocker)

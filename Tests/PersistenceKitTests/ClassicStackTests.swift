@@ -12,6 +12,8 @@ import Testing
             ofType: NSInMemoryStoreType, configurationName: nil, at: nil, options: nil)
         #expect(coordinator.persistentStores.count == 1)
         #expect(coordinator.url(for: store).path == "/dev/null")
+        #expect(store.configurationName == "Default")
+        #expect(!store.isReadOnly)
         let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
         context.persistentStoreCoordinator = coordinator
         let titles = try context.performAndWait {

@@ -121,6 +121,11 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         #expect(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification.rawValue
                 == "NSManagedObjectContextDidMergeChangesObjectIDsNotification")
+        // The Notification.Name spellings Core Data code observes with `forName: .…`.
+        #expect(Notification.Name.NSManagedObjectContextDidSaveObjectIDs == NSManagedObjectContext.didSaveObjectIDsNotification)
+        #expect(
+            Notification.Name.NSManagedObjectContextDidMergeChangesObjectIDs
+                == NSManagedObjectContext.didMergeChangesObjectIDsNotification)
     }
 
     @Test func userInfoKeysHaveCoreDataRawValues() {

@@ -37,7 +37,8 @@ extension NSPersistentContainer {
             throw TestContainerError(kind: .cannotCreateFolder, path: folder.path, reason: "\(error)")
         }
 
-        let base = sanitizedStoreName(testName.isEmpty ? "\(fileID)-\(function)" : testName)
+        let resolvedName = testName.isEmpty ? "\(fileID)-\(function)" : testName
+        let base = sanitizedStoreName(resolvedName)
         var name = base
         var suffix = 2
         while testStoresInUse[name]?.isAlive == true {
@@ -55,7 +56,9 @@ extension NSPersistentContainer {
             }
         }
 
-        let container = NSPersistentContainer(name: name, managedObjectModel: model)
+        // The container is named after the test as given (as CoreDataEvolution's is); only
+        // the store file's name is cleaned up and numbered.
+        let container = NSPersistentContainer(name: resolvedName, managedObjectModel: model)
         let description = NSPersistentStoreDescription(url: storeURL)
         description.shouldAddStoreAsynchronously = false
         container.persistentStoreDescriptions = [description]

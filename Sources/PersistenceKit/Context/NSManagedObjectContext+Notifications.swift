@@ -12,6 +12,13 @@ extension Notification.Name {
     /// objects as sets of `NSManagedObject` under the inserted/updated/deleted keys. Pass it
     /// to another context's `mergeChanges(fromContextDidSave:)`.
     public static let NSManagedObjectContextDidSave = Notification.Name("NSManagingContextDidSaveChangesNotification")
+    /// Same as `NSManagedObjectContext.didSaveObjectIDsNotification`: posted after a save,
+    /// with the saved objects' IDs.
+    public static let NSManagedObjectContextDidSaveObjectIDs = NSManagedObjectContext.didSaveObjectIDsNotification
+    /// Same as `NSManagedObjectContext.didMergeChangesObjectIDsNotification`: posted after a
+    /// merge, with the merged objects' IDs.
+    public static let NSManagedObjectContextDidMergeChangesObjectIDs =
+        NSManagedObjectContext.didMergeChangesObjectIDsNotification
 }
 
 /// Key for inserted objects (a `Set<NSManagedObject>`) in context notifications.

@@ -66,6 +66,13 @@ extension PersistentStore {
 
     /// Does nothing: a store whose keys do not outlive it has nothing to record.
     public func recordAllocatedKeys(entities: [Int32]) throws {}
+
+    /// The model configuration the store holds: always `"Default"`, the only one there is
+    /// (models have no configurations yet).
+    public var configurationName: String { "Default" }
+
+    /// Whether the store refuses saves: always `false` (there are no read-only stores yet).
+    public var isReadOnly: Bool { false }
 }
 
 /// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.
