@@ -433,24 +433,30 @@ final class FaultyFile: StoreFile {
         try rig.store.close()
     }
 
-    /// Found in review: when compaction failed after its rename (here: reopening the new
-    /// file), the store object stopped working but kept its lock, so the store could not be
-    /// opened again in this process ("locked by another process").
-    @Test func compactionFailingAfterTheRenameReleasesTheStore() throws {
+    /// When a failed save's record can be neither cut off nor have its marker overwritten,
+    /// the store object stops: later saves fail, and its lock is released so the store opens
+    /// again in this process, recovering (-lock is kept) without the torn record. (This
+    /// replaces a test of compaction failing after its rename: compaction now checks the new
+    /// file before the rename, and nothing after it can fail but the folder sync.)
+    @Test func aFailedSaveThatCannotBeUndoneStopsTheStore() throws {
         let folder = try TemporaryFolder()
-        let rig = try Rig(folder.storeURL, compactionThreshold: 1 << 40, durability: .normal)
-        let expected = try Self.churn(rig, books: 10, rewrites: 5)
-        rig.plan.arm(.open, on: folder.storeURL.lastPathComponent, .fail(EMFILE))
-        let error = #expect(throws: FileStoreError.self) { try rig.store.compact() }
-        #expect(error?.kind == .io)
-        #expect(rig.plan.fired == 1)
-        #expect(throws: FileStoreError.self) { try rig.insert(["too late"]) }
+        let rig = try Rig(folder.storeURL, durability: .normal)
+        try rig.insert(["a1"])
+        let name = folder.storeURL.lastPathComponent
+        rig.plan.arm(.write, on: name, .shortWrite)  // the record, half written
+        rig.plan.arm(.truncate, on: name, .fail(EIO))  // cutting it off fails
+        rig.plan.arm(.write, on: name, .fail(EIO))  // and so does overwriting its marker
+        let error = #expect(throws: CoreDataError.self) { try rig.insert(["b1"]) }
+        #expect(error?.message.contains("stopped") == true)
+        #expect(rig.plan.fired == 3)
+        rig.plan.disarm()
+        let stopped = #expect(throws: FileStoreError.self) { _ = try rig.store.allocatePrimaryKeys(entity: 0, count: 1) }
+        #expect(stopped?.kind == .closed)
         try? rig.store.close()
-        // The new file is complete; the -lock left behind makes this open recover.
         let again = try FileStore.open(at: folder.storeURL, model: rig.model)
         let context = try FSSupport.context(for: again, model: rig.model)
-        let titles = try context.performAndWait { try context.fetch(Book.fetchRequest()).map(\.title).sorted() }
-        #expect(titles == expected)
+        let titles = try context.performAndWait { try context.fetch(Book.fetchRequest()).map(\.title) }
+        #expect(titles == ["a1"])
         try again.close()
     }
 

@@ -9,7 +9,17 @@ extension FileStore {
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
         try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
             try prepare(&s)
+            try checkEntity(entity, "allocating primary keys")
             let n = Int64(max(count, 1))
+            // Keys past the format's range would be written and then refused by every open
+            // (found in review); refused here instead, before any is handed out.
+            let next = s.tables[entity]?.nextKey ?? 1
+            guard n <= Self.maxPrimaryKey - next else {
+                throw FileStoreError(
+                    .limitExceeded, path: path,
+                    "\(count) more primary keys for entity \(entity) would pass the largest key the format holds "
+                        + "(\(Self.maxPrimaryKey - 1)); \(Self.maxPrimaryKey - next) are left. Nothing was allocated.")
+            }
             var table = s.tables[entity] ?? Table()
             s.tables[entity] = nil
             let first = table.nextKey
@@ -26,6 +36,7 @@ extension FileStore {
     public func recordAllocatedKeys(entities: [Int32]) throws {
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
+            for e in entities { try checkEntity(e, "recording allocated keys") }
             let keys = Set(entities).sorted().map { ($0, s.tables[$0]?.nextKey ?? 1) }
             if keys.isEmpty { return }
             try compactIfNeeded(&s)
@@ -43,11 +54,56 @@ extension FileStore {
         }
     }
 
+    /// Refuses rows the format cannot hold — an entity index the model does not have, a
+    /// primary key outside 1..<2⁶², a version past the range the reader accepts — before
+    /// anything is written. (Found in review: written, they made every later open fail.)
+    private func checkLimits(of transaction: StoreTransaction) throws(FileStoreError) {
+        func check(_ id: StoreRowID, version: Int64) throws(FileStoreError) {
+            try checkEntity(id.entity, "saving")
+            guard id.primaryKey >= 1, id.primaryKey < Self.maxPrimaryKey else {
+                throw FileStoreError(
+                    .limitExceeded, path: path,
+                    "row \(id.primaryKey) of entity \(id.entity) is outside the primary keys the format holds "
+                        + "(1..<\(Self.maxPrimaryKey)). Nothing of the save was written.")
+            }
+            guard version >= 0, version < Int64.max / 2 - 1 else {
+                throw FileStoreError(
+                    .limitExceeded, path: path,
+                    "row \(id.primaryKey) of entity \(id.entity) has version \(version), outside the range the format "
+                        + "holds. Nothing of the save was written.")
+            }
+        }
+        for row in transaction.inserts { try check(row.id, version: 0) }
+        for row in transaction.updates { try check(row.id, version: row.version) }
+        for d in transaction.deletes { try check(d.id, version: d.expectedVersion) }
+    }
+
+    func checkEntity(_ entity: Int32, _ what: String) throws(FileStoreError) {
+        guard entity >= 0, Int(entity) < model.entities.count else {
+            throw FileStoreError(
+                .limitExceeded, path: path,
+                "\(what): entity index \(entity) is not one of the model's \(model.entities.count) entities. Nothing was written.")
+        }
+    }
+
+    /// Refuses a record whose payload is past the format's limit (its length field and the
+    /// reader allow 2³¹ − 1 bytes). (Found in review: a larger save was acknowledged and then
+    /// refused as damage by the next open, or cut off by recovery.)
+    func checkPayload(_ bytes: Int, _ what: String) throws(FileStoreError) {
+        guard bytes <= FileStoreFormat.maxPayload else {
+            throw FileStoreError(
+                .limitExceeded, path: path,
+                "\(what) needs a record of \(bytes) bytes; the format holds at most \(FileStoreFormat.maxPayload) per "
+                    + "record. Save in smaller parts. Nothing was written.")
+        }
+    }
+
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         var transaction = transaction
         return try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
             try prepare(&s)
+            try checkLimits(of: transaction)
             var conflicts: [StoreConflict] = []
             for row in transaction.updates {
                 let current = s.tables[row.id.entity]?.rows[row.id.primaryKey]
@@ -77,6 +133,9 @@ extension FileStore {
             var capacity = 64 + 12 * transaction.inserts.count + 25 * transaction.deletes.count
             for row in transaction.inserts { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
             for row in transaction.updates { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
+            // The sizes of strings and data are exact here, so a value the format's 32-bit
+            // lengths cannot hold is caught before encoding would trap on it.
+            try checkPayload(capacity, "the save")
             var w = FileStoreFormat.beginRecord(capacity: capacity)
             // Inserts come grouped by entity: look the entity up once per run of rows, not
             // twice per row (measured: a fiftieth of saving 100,000 inserts).
@@ -124,11 +183,13 @@ extension FileStore {
                 w.i64(d.expectedVersion)
             }
 
+            try checkPayload(w.count - FileStoreFormat.recordHeaderSize, "the save")
             let recordStart = s.image.count
             FileStoreFormat.sealRecord(&w, .transaction, sequence: s.sequence + 1, version: s.formatVersion)
             try w.withUnsafeBytes { record throws(FileStoreError) in try append(record, at: recordStart, to: &s) }
 
-            // The record is on disk: apply it.
+            // The record is on disk: apply it. (A compaction the save calls for afterwards is
+            // run at the end: see below.)
             s.sequence += 1
             let payloadStart = recordStart  // offsets in `placed` count from the record's start
             for (entity, maxKey) in insertedMax {
@@ -172,6 +233,12 @@ extension FileStore {
                     Self.removeRow(entity: d.id.entity, pk: d.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
                 }
             }
+            // A save that leaves the file over twice its live data (deleting or rewriting most
+            // rows) is followed by a compaction now, not before the next save, which may never
+            // come. (Found in review: the file stayed far past the bound.) Best effort: the
+            // save is on disk either way, and a compaction that fails leaves the store on its
+            // old file.
+            try? compactIfNeeded(&s)
             return .committed(committed)
         }
     }
@@ -199,6 +266,11 @@ extension FileStore {
     /// the record. A failure to write the reservation only drops it.
     private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
+        if s.folderUnsynced {
+            let directory = (path as NSString).deletingLastPathComponent
+            try Self.io(path, "syncing the store's folder") { try options.fileSystem.syncDirectory(directory) }
+            s.folderUnsynced = false
+        }
         s.endsCleanly = false
         do {
             if s.dirtyTail {
@@ -217,12 +289,41 @@ extension FileStore {
             }
             s.image.append(record, writtenTo: file)
         } catch {
-            s.dirtyTail = true
             s.reserved = 0
-            if (try? file.truncate(to: offset)) != nil { s.dirtyTail = false }
+            // The record may be in the file whole (a failed fsync leaves it there): it must
+            // never be read as committed. Cut it off, or if that fails overwrite its marker,
+            // and sync what was done; if neither works the store object stops, as nothing
+            // it writes after could be trusted. (Found in review: a failed cut left the
+            // record to the next write, and a crash before that committed the save that had
+            // thrown.)
+            let cut = (try? file.truncate(to: offset)) != nil
+            let unmarked = cut || (try? file.write([0, 0, 0, 0], at: offset)) != nil
+            s.dirtyTail = !cut
+            if unmarked {
+                try? file.sync()
+            } else {
+                stop(&s)
+                throw FileStoreError(
+                    .io, path: path,
+                    "saving failed: \(error), and the unfinished record could not be cut off or marked as unfinished, so "
+                        + "this store object stopped. Open the store again: that open recovers from the file (its -lock file "
+                        + "is kept), and a record that reached the disk whole may then count as saved.",
+                    underlying: error as? StoreIOError)
+            }
             if let e = error as? StoreIOError { throw FileStoreError.io(e, path: path, "saving") }
             throw FileStoreError(.io, path: path, "saving failed: \(error)")
         }
+    }
+
+    /// Stops using this store object after a failure that leaves its file in doubt: closes
+    /// its file and releases its lock, so the store can be opened again (in this process or
+    /// another); `-lock` stays, so that open recovers as after a crash.
+    func stop(_ s: inout State) {
+        s.closed = true
+        s.file?.close()
+        s.file = nil
+        s.lock?.release()
+        s.lock = nil
     }
 
     /// Writes ``reservation(forDataSize:)`` zero bytes at `end`. Best effort: if the write

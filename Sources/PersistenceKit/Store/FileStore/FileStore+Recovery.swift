@@ -39,18 +39,21 @@ extension FileStore {
             if !crashed { try? fs.remove(lockPath) }
             lock.release()
         }
+        let existed = fs.fileExists(path)
         do throws(FileStoreError) {
             try? fs.remove(path + "-compact")
-            var created = false
-            if !fs.fileExists(path) {
+            if !existed {
                 try createFile(path: path, directory: directory, model: model, fs: fs)
-                created = true
             }
             let file = try io(path, "opening the store") { try fs.open(path, create: false) }
             let size = try io(path, "reading the store") { try file.size() }
             let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
             var state = State(file: file, lock: lock, image: image)
+            let created = !existed
             let (storeID, cut) = try verify(&state, path: path, model: model, tolerant: crashed || created)
+            // No save is acknowledged before the `-lock` this open created is on disk (see
+            // `State.folderUnsynced`).
+            if !crashed { state.folderUnsynced = true }
             // After a crash the close record the file ends with may not be synced: closing
             // must write and sync one before it removes -lock, so only a strict open may
             // skip that. (Found in review: a recovered store closed without a sync.)
@@ -65,6 +68,13 @@ extension FileStore {
             }
             return Opened(storeID: storeID, state: state)
         } catch {
+            // A file this open created goes too: left as a header alone, without the close
+            // record a clean close writes, every later open refused it as truncated. (Found
+            // in review: a failed folder sync or open after creating it did that.)
+            if !existed {
+                try? fs.remove(path)
+                try? fs.remove(path + "-new")
+            }
             abandonLock()
             throw error
         }

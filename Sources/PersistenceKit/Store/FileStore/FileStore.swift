@@ -149,6 +149,13 @@ public final class FileStore: PersistentStore {
         var liveBytes: Int = 0
         /// Set when a failed write may have left bytes past the image's end.
         var dirtyTail = false
+        /// Set while the folder's entries may not be on disk: this session created `-lock`,
+        /// or a compaction's folder sync failed after its rename. The next append syncs the
+        /// folder before it writes, so no save is acknowledged while a power cut could still
+        /// take `-lock` (the next open would then refuse the file as truncated instead of
+        /// recovering it) or the renamed file (and with it the saves made since). Found in
+        /// review.
+        var folderUnsynced = false
         /// Zero bytes the file holds past the image's end, written ahead so that saves at
         /// full durability overwrite allocated blocks instead of growing the file (see
         /// `FileStore.reservation(forDataSize:)`). Always 0 at `normal` durability.

@@ -24,6 +24,10 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         case io
         /// The store was closed.
         case closed
+        /// A save or a request for keys asks for more than the format holds: a record over
+        /// 2 GiB, primary keys past 2⁶², or an entity index the model does not have. Nothing
+        /// was written.
+        case limitExceeded
         /// The store is open in this process, so it cannot be destroyed (see
         /// ``FileStore/destroy(at:)``).
         case inUse

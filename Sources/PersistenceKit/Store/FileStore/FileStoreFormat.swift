@@ -73,16 +73,22 @@ enum FileStoreFormat {
         }
         var r = ByteReader(buf, range: 8..<headerSize, path: path)
         let version = try r.u32()
+        // The checksum first: every format version keeps the version at byte 8 and the
+        // header's checksum at byte 60, so a mismatch is damage whatever the version says.
+        // (Found in review: checked after the version, one flipped bit there was reported as
+        // a file from a newer PersistenceKit.)
+        let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
+        guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])) else {
+            throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
+        }
         guard version <= Self.version else {
             throw FileStoreError(
                 .newerFormatVersion(found: version, supported: Self.version), path: path, offset: 8,
                 "the store was written by format version \(version); this PersistenceKit reads up to version "
                     + "\(Self.version). Use a newer PersistenceKit.")
         }
-        let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
-        guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])), version >= oldestReadableVersion
-        else {
-            throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")
+        guard version >= oldestReadableVersion else {
+            throw FileStoreError(.corrupt, path: path, offset: 8, "the format version \(version) is not one PersistenceKit wrote: the header is damaged.")
         }
         guard try r.u32() == UInt32(headerSize) else {
             throw FileStoreError(.corrupt, path: path, offset: 12, "the header size is wrong: the header is damaged.")
