@@ -58,8 +58,9 @@ extension FileStore {
     /// primary key outside 1..<2⁶², a version past the range the reader accepts — before
     /// anything is written. (Found in review: written, they made every later open fail.)
     private func checkLimits(of transaction: StoreTransaction) throws(FileStoreError) {
+        let entityCount = model.entities.count
         func check(_ id: StoreRowID, version: Int64) throws(FileStoreError) {
-            try checkEntity(id.entity, "saving")
+            if id.entity < 0 || Int(id.entity) >= entityCount { try checkEntity(id.entity, "saving") }
             guard id.primaryKey >= 1, id.primaryKey < Self.maxPrimaryKey else {
                 throw FileStoreError(
                     .limitExceeded, path: path,
