@@ -294,4 +294,34 @@ struct ReviewFileSystem: StoreFileSystem {
         #expect(syncs.value.load(ordering: .relaxed) == afterFirst)
         try store.close()
     }
+    // MARK: 11. A whole record missing from the middle opens without a word
+
+    /// Record numbers must run on: a record dropped from the middle (or a copy of one put
+    /// after it) is reported where the sequence breaks, after a clean close and after a
+    /// crash alike, instead of the file opening without the dropped record's rows.
+    @Test(arguments: [false, true]) func aMissingOrRepeatedRecordIsReported(crashed: Bool) throws {
+        let folder = try TemporaryFolder()
+        let bytes = try CorruptionTests.makeCleanStore(folder.storeURL)
+        let records = FSSupport.recordOffsets(bytes)
+        #expect(records.count >= 4, "three saves and a close record")
+        let lock = folder.storeURL.path + "-lock"
+        func expectBreak(_ damaged: [UInt8], at offset: Int) throws {
+            try FSSupport.write(damaged, to: folder.storeURL)
+            try? FileManager.default.removeItem(atPath: lock)
+            if crashed { _ = FileManager.default.createFile(atPath: lock, contents: nil) }
+            let error = try CorruptionTests.openError(folder.storeURL)
+            #expect(error?.kind == .corrupt)
+            #expect(error?.offset == offset + 12, "\(String(describing: error))")
+        }
+        var dropped = bytes
+        dropped.removeSubrange(records[1]..<records[2])
+        try expectBreak(dropped, at: records[1])
+        var repeated = bytes
+        repeated.insert(contentsOf: bytes[records[0]..<records[1]], at: records[1])
+        try expectBreak(repeated, at: records[1])
+        // The file as it was opens.
+        try FSSupport.write(bytes, to: folder.storeURL)
+        try? FileManager.default.removeItem(atPath: lock)
+        #expect(try CorruptionTests.openError(folder.storeURL) == nil)
+    }
 }

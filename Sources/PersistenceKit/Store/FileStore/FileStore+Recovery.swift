@@ -210,6 +210,7 @@ extension FileStore {
             let entityCount = Int32(model.entities.count)
             var offset = FileStoreFormat.headerSize
             var lastKind: FileStoreFormat.RecordKind?
+            var lastSequence: UInt64?
             defer { if lastKind != .close { s.closeCounts = nil } }
             while offset < size {
                 let remaining = size - offset
@@ -265,6 +266,20 @@ extension FileStore {
                     throw FileStoreError(.corrupt, path: path, offset: offset + 4, "unknown record kind \(buf[offset + 4]).")
                 }
                 let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
+                // Each transaction record takes the next number; checkpoint and close records
+                // repeat the last one. A gap means a whole record is missing (or out of place):
+                // its checksum cannot show that, and the rows it held would be lost silently.
+                // (Found in review.)
+                if let last = lastSequence {
+                    let expected = kind == .transaction ? last &+ 1 : last
+                    guard sequence == expected else {
+                        throw FileStoreError(
+                            .corrupt, path: path, offset: offset + 12,
+                            "record number \(sequence) follows record \(last): a record is missing or out of place here. "
+                                + "Saves before this record are intact.")
+                    }
+                }
+                lastSequence = sequence
                 let payload = (offset + FileStoreFormat.recordHeaderSize)..<crcAt
                 if kind == .close {
                     var counts = ByteReader(buf, range: payload, path: path)
