@@ -267,11 +267,7 @@ extension FileStore {
     /// the record. A failure to write the reservation only drops it.
     private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
-        if s.folderUnsynced {
-            let directory = (path as NSString).deletingLastPathComponent
-            try Self.io(path, "syncing the store's folder") { try options.fileSystem.syncDirectory(directory) }
-            s.folderUnsynced = false
-        }
+        try prepareToAppend(&s)
         s.endsCleanly = false
         do {
             if s.dirtyTail {

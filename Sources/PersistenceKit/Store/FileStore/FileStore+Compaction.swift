@@ -92,6 +92,12 @@ extension FileStore {
                         + "the disk lost or damaged the write. The store carries on with its old file, which holds every save.")
             }
             try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
+            // The synced prefix `-lock` records is an offset in the old file: forgotten before
+            // the new file takes its place (the next save records the new file's).
+            if s.syncedPrefixOnDisk, let lock = s.lock {
+                try Self.io(path, "compacting (clearing the lock file)") { try Self.clearSyncedPrefix(in: lock.file) }
+                s.syncedPrefixOnDisk = false
+            }
             try Self.io(path, "compacting (replacing the file)") { try fs.rename(temporary, to: path) }
         } catch {
             written?.close()

@@ -50,7 +50,11 @@ extension FileStore {
             let image = try io(path, "reading the store") { try StoreImage(file: file, size: size) }
             var state = State(file: file, lock: lock, image: image)
             let created = !existed
-            let (storeID, cut) = try verify(&state, path: path, model: model, tolerant: crashed || created)
+            // A crashed `normal` session recorded where its unsynced appends began: damage
+            // from there on is what a power cut leaves, and is cut (FileStore+SyncedPrefix).
+            let unsyncedFrom = crashed ? recordedSyncedPrefix(in: lockFile) : nil
+            let (storeID, cut) = try verify(
+                &state, path: path, model: model, tolerant: crashed || created, unsyncedFrom: unsyncedFrom)
             // No save is acknowledged before the `-lock` this open created is on disk (see
             // `State.folderUnsynced`).
             if !crashed { state.folderUnsynced = true }
@@ -65,6 +69,10 @@ extension FileStore {
                 }
                 state.image.truncate(to: cut)
                 state.endsCleanly = false
+            }
+            // Used: everything up to the cut is synced now, and this session records its own.
+            if unsyncedFrom != nil {
+                try io(path, "clearing the lock file") { try clearSyncedPrefix(in: lockFile) }
             }
             return Opened(storeID: storeID, state: state)
         } catch {
@@ -164,7 +172,7 @@ extension FileStore {
     /// broken, the whole file is checked again with checksums, so the error names the first
     /// damaged record, not a later marker that the damage displaced.
     static func verify(
-        _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool
+        _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool, unsyncedFrom: Int? = nil
     ) throws(FileStoreError) -> (String, Int?) {
         let image = s.image
         let header = try image.withBytes { buf throws(FileStoreError) in try FileStoreFormat.readHeader(buf, path: path) }
@@ -188,7 +196,7 @@ extension FileStore {
             }
         }
         image.prefetch()
-        let cut = try walkRecords(&s, path: path, model: model, tolerant: tolerant, checksums: true)
+        let cut = try walkRecords(&s, path: path, model: model, tolerant: tolerant, checksums: true, unsyncedFrom: unsyncedFrom)
         s.unverified = false
         return (storeID, cut)
     }
@@ -199,7 +207,8 @@ extension FileStore {
     /// `s.sequence`. Returns where an unfinished last record begins (tolerant walks only).
     @discardableResult
     private static func walkRecords(
-        _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool, checksums: Bool
+        _ s: inout State, path: String, model: NSManagedObjectModel, tolerant: Bool, checksums: Bool,
+        unsyncedFrom: Int? = nil
     ) throws(FileStoreError) -> Int? {
         let image = s.image
         let size = image.count
@@ -214,6 +223,9 @@ extension FileStore {
             defer { if lastKind != .close { s.closeCounts = nil } }
             while offset < size {
                 let remaining = size - offset
+                // Damage in what a crashed `normal` session appended without syncing is cut
+                // there, whatever follows (see FileStore+SyncedPrefix.swift).
+                let unsynced = tolerant && unsyncedFrom.map { offset >= $0 } == true
                 func torn(_ why: String) throws(FileStoreError) -> Int {
                     if tolerant { return offset }
                     throw FileStoreError(
@@ -231,7 +243,7 @@ extension FileStore {
                     // unfinished record whose blocks reached the disk in any order (at full
                     // durability the reservation means the file's size no longer hides them).
                     // Neither holds an acknowledged save: cut, unless an intact record follows.
-                    if tolerant && !intactRecordFollows(buf, after: offset, version: version) { return offset }
+                    if unsynced || (tolerant && !intactRecordFollows(buf, after: offset, version: version)) { return offset }
                     if !tolerant && buf[offset..<size].allSatisfy({ $0 == 0 }) {
                         // The space a full-durability store reserves: this is an open store's
                         // file, copied (or left by a crash whose -lock file is gone).
@@ -247,7 +259,7 @@ extension FileStore {
                     // Only the last record can be unfinished: a length that runs past the end
                     // with an intact record after it is damage, reported, never cut. (Found in
                     // review: recovery cut every save after a damaged length.)
-                    if intactRecordFollows(buf, after: offset, version: version) {
+                    if !unsynced && intactRecordFollows(buf, after: offset, version: version) {
                         throw FileStoreError(
                             .corrupt, path: path, offset: offset,
                             "a record's length is damaged: the file is damaged here. Saves before this byte are intact.")
@@ -259,10 +271,11 @@ extension FileStore {
                 let checked = checksums || buf[offset + 4] == FileStoreFormat.RecordKind.close.rawValue
                 guard !checked || stored == FileStoreFormat.recordChecksum(UnsafeRawBufferPointer(rebasing: buf[offset..<crcAt]), version: version) else {
                     // Unfinished, as above: no intact record after it.
-                    if tolerant && !intactRecordFollows(buf, after: offset, version: version) { return offset }
+                    if unsynced || (tolerant && !intactRecordFollows(buf, after: offset, version: version)) { return offset }
                     throw checksumMismatch(path: path, at: offset)
                 }
                 guard let kind = FileStoreFormat.RecordKind(rawValue: buf[offset + 4]) else {
+                    if unsynced { return offset }
                     throw FileStoreError(.corrupt, path: path, offset: offset + 4, "unknown record kind \(buf[offset + 4]).")
                 }
                 let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
@@ -273,6 +286,7 @@ extension FileStore {
                 if let last = lastSequence {
                     let expected = kind == .transaction ? last &+ 1 : last
                     guard sequence == expected else {
+                        if unsynced { return offset }
                         throw FileStoreError(
                             .corrupt, path: path, offset: offset + 12,
                             "record number \(sequence) follows record \(last): a record is missing or out of place here. "

@@ -156,6 +156,12 @@ public final class FileStore: PersistentStore {
         /// recovering it) or the renamed file (and with it the saves made since). Found in
         /// review.
         var folderUnsynced = false
+        /// At `normal` durability, where this session's unsynced appends to this file begin,
+        /// once it has appended (see FileStore+SyncedPrefix.swift); `nil` before. A
+        /// compaction starts a new, synced file, so its state starts without.
+        var syncedPrefix: Int?
+        /// Whether `-lock` holds `syncedPrefix` (a compaction clears it before its rename).
+        var syncedPrefixOnDisk = false
         /// Zero bytes the file holds past the image's end, written ahead so that saves at
         /// full durability overwrite allocated blocks instead of growing the file (see
         /// `FileStore.reservation(forDataSize:)`). Always 0 at `normal` durability.
