@@ -100,6 +100,21 @@ public final class NSPersistentStoreCoordinator: Sendable {
                 .persistentStoreAlreadyAdded,
                 "a store at \(url.path) is already added to this coordinator; a store can be loaded only once.")
         }
+        // A file store that another coordinator's `remove` closes between the open and the
+        // add is opened again (see `FileStore.attach()`); twice is always enough in practice.
+        var attempt = 1
+        while true {
+            let store = try openStore(with: factory, at: url, options: options)
+            do {
+                try addPersistentStore(store)
+                return store
+            } catch let error as CoreDataError where error.code == .persistentStoreOpen && store is FileStore && attempt < 8 {
+                attempt += 1
+            }
+        }
+    }
+
+    private func openStore(with factory: StoreFactory, at url: URL?, options: [String: String]?) throws -> any PersistentStore {
         let store: any PersistentStore
         do {
             store = try factory(url, options ?? [:], managedObjectModel)
@@ -113,7 +128,6 @@ public final class NSPersistentStoreCoordinator: Sendable {
                     + "(destroyPersistentStore(at:ofType:)) and load it again.",
                 underlying: error)
         }
-        try addPersistentStore(store)
         return store
     }
 
@@ -152,9 +166,14 @@ public final class NSPersistentStoreCoordinator: Sendable {
                     .persistentStoreAlreadyAdded,
                     "store \(store.identifier) (\(store.url?.path ?? "no URL")) is already added to this coordinator.")
             }
+            // A file store counts its coordinators; one closed meanwhile is not added.
+            if let file = store as? FileStore, !file.attach() {
+                throw CoreDataError(
+                    .persistentStoreOpen,
+                    "the file store \(file.path) was closed (its last coordinator removed it); open it again.")
+            }
             list.append(store)
         }
-        (store as? FileStore)?.attachments.add(1, ordering: .relaxed)
     }
 
     /// Removes a store. Objects from it become unreachable. A file store that no other
@@ -172,7 +191,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             return list.count < before
         }
         guard removed, let file = store as? FileStore else { return }
-        if file.attachments.subtract(1, ordering: .relaxed).newValue == 0 { try file.close() }
+        if file.detach() { try file.close() }
     }
 
     /// The store with the given identifier, if added.

@@ -74,8 +74,24 @@ extension FileStore {
                         + "holds. Nothing of the save was written.")
             }
         }
-        for row in transaction.inserts { try check(row.id, version: 0) }
-        for row in transaction.updates { try check(row.id, version: row.version) }
+        // The format counts a row's values in 16 bits (a longer row trapped in encoding;
+        // found in review). A context's rows hold one value per property.
+        func checkValues(_ row: StoreRow) throws(FileStoreError) {
+            guard row.values.count <= Int(UInt16.max) else {
+                throw FileStoreError(
+                    .limitExceeded, path: path,
+                    "row \(row.id.primaryKey) of entity \(row.id.entity) has \(row.values.count) values; the format holds at "
+                        + "most \(UInt16.max) per row. Nothing of the save was written.")
+            }
+        }
+        for row in transaction.inserts {
+            try check(row.id, version: 0)
+            try checkValues(row)
+        }
+        for row in transaction.updates {
+            try check(row.id, version: row.version)
+            try checkValues(row)
+        }
         for d in transaction.deletes { try check(d.id, version: d.expectedVersion) }
     }
 
@@ -294,11 +310,11 @@ extension FileStore {
             // record to the next write, and a crash before that committed the save that had
             // thrown.)
             let cut = (try? file.truncate(to: offset)) != nil
-            let unmarked = cut || (try? file.write([0, 0, 0, 0], at: offset)) != nil
+            // Undone only once the cut or the overwrite is synced: unsynced, a crash could
+            // bring the record back. (Found in review: the sync's failure was ignored.)
+            let unmarked = (cut || (try? file.write([0, 0, 0, 0], at: offset)) != nil) && (try? file.sync()) != nil
             s.dirtyTail = !cut
-            if unmarked {
-                try? file.sync()
-            } else {
+            if !unmarked {
                 stop(&s)
                 throw FileStoreError(
                     .io, path: path,

@@ -55,9 +55,11 @@ extension FileStore {
             let unsyncedFrom = crashed ? recordedSyncedPrefix(in: lockFile) : nil
             let (storeID, cut) = try verify(
                 &state, path: path, model: model, tolerant: crashed || created, unsyncedFrom: unsyncedFrom)
-            // No save is acknowledged before the `-lock` this open created is on disk (see
-            // `State.folderUnsynced`).
-            if !crashed { state.folderUnsynced = true }
+            // No save is acknowledged before the folder is synced once in this session (see
+            // `State.folderUnsynced`): for a `-lock` this open created, and after a crash for
+            // the crashed session's `-lock` or compaction rename, which it may never have
+            // synced. (Found in review: only new `-lock` files were covered.)
+            state.folderUnsynced = true
             // After a crash the close record the file ends with may not be synced: closing
             // must write and sync one before it removes -lock, so only a strict open may
             // skip that. (Found in review: a recovered store closed without a sync.)
@@ -102,7 +104,12 @@ extension FileStore {
             do {
                 locked = try io(path, "locking the store") { try lockFile.tryLock() }
             } catch {
+                // A `-lock` this call created goes again (if the path still names it): left
+                // behind, it would make the next open treat the file as crashed and "recover"
+                // damage it should report. (Found in review.)
+                let created = !crashed ? lockFile.identity() : nil
                 lockFile.close()
+                if let created, fs.identity(ofPath: lockPath) == created { try? fs.remove(lockPath) }
                 throw error
             }
             // A process closing the store unlinks the lock file after we opened it: then we
@@ -279,6 +286,13 @@ extension FileStore {
                     throw FileStoreError(.corrupt, path: path, offset: offset + 4, "unknown record kind \(buf[offset + 4]).")
                 }
                 let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
+                // Far below any count of saves, and room for the next number: a larger one is
+                // damage (a checksum-valid one crashed the next save's `+ 1`; found in review).
+                guard sequence < Self.maxSequence else {
+                    if unsynced { return offset }
+                    throw FileStoreError(
+                        .corrupt, path: path, offset: offset + 12, "record number \(sequence) is out of range: the file is damaged here.")
+                }
                 // Each transaction record takes the next number; checkpoint and close records
                 // repeat the last one. A gap means a whole record is missing (or out of place):
                 // its checksum cannot show that, and the rows it held would be lost silently.
@@ -467,6 +481,8 @@ extension FileStore {
 
     /// Primary keys stay far below `Int64.max`, so key arithmetic cannot overflow.
     static let maxPrimaryKey: Int64 = 1 << 62
+    /// Record numbers stay far below `UInt64.max`, so the next one never overflows.
+    static let maxSequence: UInt64 = 1 << 62
 
     /// Bytes a live row takes in a compacted file.
     static func liveSize(_ ref: RowRef) -> Int { 25 + ref.length }

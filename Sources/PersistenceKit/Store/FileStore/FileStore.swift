@@ -78,7 +78,9 @@ public final class FileStore: PersistentStore {
     let key: String
     let options: Options
     /// The coordinators this store is added to (see `NSPersistentStoreCoordinator.remove`).
-    let attachments = Atomic<Int>(0)
+    /// Changed only under `openStores`' lock (see `attach()`), so that counting and the
+    /// table's entry change together; atomic so that the class stays `Sendable`.
+    private let attachments = Atomic<Int>(0)
     let model: NSManagedObjectModel
     /// Attribute columns with an index, per entity.
     let indexedColumns: [Int32: [Int]]
@@ -312,6 +314,29 @@ public final class FileStore: PersistentStore {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Counts one more coordinator using the store. `false` when the store was let go of
+    /// meanwhile (its last coordinator removed it, so it is closed or closing): the caller
+    /// opens the store again. Atomic with `open`'s lookup and `detach()`. (Found in review:
+    /// counted apart from them, a load that raced another coordinator's `remove` got a
+    /// store that remove then closed, and every save through it failed.)
+    func attach() -> Bool {
+        Self.openStores.withLock { stores in
+            guard stores[key]?.store === self, !isClosed else { return false }
+            attachments.add(1, ordering: .relaxed)
+            return true
+        }
+    }
+
+    /// Counts one coordinator fewer. `true` when it was the last: the store has then left
+    /// the table of open stores (no open returns it any more) and the caller closes it.
+    func detach() -> Bool {
+        Self.openStores.withLock { stores in
+            guard attachments.subtract(1, ordering: .relaxed).newValue == 0 else { return false }
+            if stores[key]?.store === self { stores[key] = nil }
+            return true
+        }
+    }
+
     /// Number of compactions this store ran since it opened.
     public var compactionCount: Int { state.withLock { $0.compactions } }
 
@@ -367,6 +392,10 @@ public final class FileStore: PersistentStore {
                 // (if this fails, -lock stays and the next open cuts them as after a crash).
                 if s.reserved > 0 || s.dirtyTail { try file.truncate(to: s.image.count + record.count) }
                 try file.sync()
+                // A compaction's rename whose folder sync failed must be on disk before -lock
+                // goes: a power cut could otherwise keep the unlink and lose the rename, and
+                // bring back the old file without a close record or -lock. (Found in review.)
+                if s.folderUnsynced { try options.fileSystem.syncDirectory((path as NSString).deletingLastPathComponent) }
             } catch {
                 throw FileStoreError(
                     .io, path: path,
