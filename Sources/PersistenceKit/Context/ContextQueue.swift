@@ -68,6 +68,26 @@ final class ContextQueue: Sendable {
     private let state = Lock(State())
     private let owner = Atomic<UInt>(0)
 
+    /// Set when the context records a change it has not processed yet: after an actor's job
+    /// the queue then runs the context's hook (see `setAfterJob`), as a `perform` block
+    /// processes pending changes when it ends. A hint, cleared when the context processes
+    /// its changes; a relaxed atomic, written and read by the queue's owner. (Found in
+    /// review: actor jobs never processed pending changes, so an actor method's inserts
+    /// and deletes went unannounced, and delete rules waited, until the next save or fetch.)
+    let changesPending = Atomic<Bool>(false)
+    private let afterJob = Lock<(@Sendable () -> Void)?>(nil)
+
+    /// Sets what runs after an actor's job when changes are pending (the context's
+    /// `processPendingChanges`). Set once, by the context's initializer.
+    func setAfterJob(_ hook: @escaping @Sendable () -> Void) {
+        afterJob.withLock { $0 = hook }
+    }
+
+    private func afterExecutorJob() {
+        guard changesPending.load(ordering: .relaxed) else { return }
+        afterJob.withLock { $0 }?()
+    }
+
     /// Jobs run per drain before the drainer yields its global-pool thread.
     private static let drainBatch = 128
 
@@ -115,7 +135,10 @@ final class ContextQueue: Sendable {
     func enqueue(_ job: UnownedJob, executor: UnownedSerialExecutor) {
         switch kind {
         case .main:
-            DispatchQueue.main.async { job.runSynchronously(on: executor) }
+            DispatchQueue.main.async { [self] in
+                job.runSynchronously(on: executor)
+                afterExecutorJob()
+            }
         case .privateQueue:
             if activate(.executorJob(job, executor)), !DrainScope.deferIfEnding(job, on: self) { scheduleDrain() }
         }
@@ -227,6 +250,7 @@ final class ContextQueue: Sendable {
                 scope.pointee.runningJob = DrainScope.identity(of: job)
                 job.runSynchronously(on: executor)
                 scope.pointee.runningJob = nil
+                afterExecutorJob()
                 ran += 1
             case let .handoff(h):
                 owner.store(0, ordering: .relaxed)

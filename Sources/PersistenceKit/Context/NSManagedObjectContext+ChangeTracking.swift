@@ -111,6 +111,7 @@ extension NSManagedObjectContext {
         }
         insertions.append(object)
         unprocessed.inserted.append(object)
+        queue.changesPending.store(true, ordering: .relaxed)
         if !object.hasAwokenFromInsert {
             object.hasAwokenFromInsert = true
             object.awakeFromInsert()
@@ -138,6 +139,7 @@ extension NSManagedObjectContext {
         pendingDeletes.append(object)
         unprocessed.deleted.insert(object)
         unprocessed.updated.remove(object)
+        queue.changesPending.store(true, ordering: .relaxed)
     }
 
     /// Called by objects whenever one of their values changes.
@@ -149,6 +151,7 @@ extension NSManagedObjectContext {
         }
         object.flags.insert(.changeRecorded)
         unprocessed.updated.insert(object)
+        queue.changesPending.store(true, ordering: .relaxed)
     }
 
     /// Forgets the changes not yet announced (objects may note changes again).
@@ -162,6 +165,7 @@ extension NSManagedObjectContext {
     /// `NSManagedObjectContextObjectsDidChange` for the changes made since the last call.
     public func processPendingChanges() {
         assertOnQueue("processPendingChanges()")
+        queue.changesPending.store(false, ordering: .relaxed)
         applyDeleteRules()
         if unprocessed.isEmpty { return }
         let changes = unprocessed

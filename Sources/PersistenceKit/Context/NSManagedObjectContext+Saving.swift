@@ -469,6 +469,7 @@ extension NSManagedObjectContext {
         // changes were never announced.)
         clearUnprocessed()
         unprocessed.inserted = leftovers  // still to be announced by objects-did-change
+        if !leftovers.isEmpty { queue.changesPending.store(true, ordering: .relaxed) }
         for o in inserted { o.didSave() }
         for o in updated { o.didSave() }
         for o in alsoUpdated { o.didSave() }

@@ -129,6 +129,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         self.queue = ContextQueue(
             kind: concurrencyType == .mainQueueConcurrencyType ? .main : .privateQueue,
             label: "PersistenceKit.context")
+        // A model actor's jobs end as `perform` blocks do: with pending changes processed.
+        // Weak: the job may have freed the context (an actor's isolated deinit).
+        queue.setAfterJob { [weak self] in self?.processPendingChangesIfNeeded() }
     }
 
     /// Creates a context of the given type connected to `coordinator`.
@@ -335,12 +338,15 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             return try block()
         }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
-            perform {
+            queue.async { [self] in
+                let result: Result<T, E>
                 do throws(E) {
-                    continuation.resume(returning: .success(try block()))
+                    result = .success(try block())
                 } catch {
-                    continuation.resume(returning: .failure(error))
+                    result = .failure(error)
                 }
+                processPendingChangesIfNeeded()  // before the caller resumes (see below)
+                continuation.resume(returning: result)
             }
         }
         return try result.get()
@@ -360,9 +366,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             processPendingChangesIfNeeded()  // as after a queued block
             return
         }
+        // Resumed after the pending changes are processed, not inside the block: the caller
+        // goes on once the block's objects-did-change is posted, as with `.immediate`.
+        // (Found in review: resumed inside `perform`, the caller raced the announcement.)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            perform {
+            queue.async { [self] in
                 block()
+                processPendingChangesIfNeeded()
                 continuation.resume()
             }
         }
@@ -370,7 +380,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// What the queue does after each `perform` block: process pending changes (as Core Data
     /// does), so observers hear of them.
-    private func processPendingChangesIfNeeded() {
+    func processPendingChangesIfNeeded() {
         if !unprocessed.isEmpty || !pendingDeletes.isEmpty { processPendingChanges() }
     }
 }
