@@ -63,10 +63,6 @@ struct PowerLossFileSystem: StoreFileSystem {
 }
 
 @Suite struct DurabilityReview2Tests {
-    static func insertBooks(_ context: NSManagedObjectContext, _ titles: [String]) throws {
-        try DurabilityReviewTests.insertBooks(context, titles)
-    }
-
     // MARK: 1. A recovering open acknowledges saves without syncing the folder
 
     /// The session that crashed created `-lock` and died before its first save (or its
@@ -80,7 +76,7 @@ struct PowerLossFileSystem: StoreFileSystem {
         if crashedSession == "lock created, no save" {
             do {
                 let store = try FileStore.open(at: folder.storeURL, model: model)
-                try Self.insertBooks(try FSSupport.context(for: store, model: model), ["before"])
+                try FSSupport.insertBooks(try FSSupport.context(for: store, model: model), ["before"])
                 try store.close()
             }
             // The crashed session: it opened the store (creating -lock) and died.
@@ -90,7 +86,7 @@ struct PowerLossFileSystem: StoreFileSystem {
             let store = try FileStore.open(
                 at: folder.storeURL, model: model,
                 options: FileStore.Options(durability: .full, fileSystem: FaultyFileSystem(plan: plan), compactionThreshold: 1 << 40))
-            try Self.insertBooks(try FSSupport.context(for: store, model: model), ["before"])
+            try FSSupport.insertBooks(try FSSupport.context(for: store, model: model), ["before"])
             plan.arm(.syncDirectory, on: "", .fail(EIO))
             #expect(throws: FileStoreError.self) { try store.compact() }  // renamed; the rename not synced
             // The process dies here (as `stop` leaves it: -lock kept, nothing more written).
@@ -101,7 +97,7 @@ struct PowerLossFileSystem: StoreFileSystem {
         let syncs = SyncCounter()
         let fs = ReviewFileSystem(base: FaultyFileSystem(plan: FaultPlan()), syncs: syncs)
         let store = try FileStore.open(at: folder.storeURL, model: model, options: FileStore.Options(durability: .full, fileSystem: fs))
-        try Self.insertBooks(try FSSupport.context(for: store, model: model), ["acknowledged"])
+        try FSSupport.insertBooks(try FSSupport.context(for: store, model: model), ["acknowledged"])
         #expect(
             syncs.value.load(ordering: .relaxed) > 0,
             "a full-durability save was acknowledged after a recovering open without any folder sync (\(crashedSession))")
@@ -128,7 +124,7 @@ struct PowerLossFileSystem: StoreFileSystem {
         #expect(refused?.code == .persistentStoreOpen)
         try b.addPersistentStore(type: NSFileStoreType, at: folder.storeURL)
         let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: b)
-        try Self.insertBooks(context, ["saved"])
+        try FSSupport.insertBooks(context, ["saved"])
     }
 
     /// The same race through the public loading call only.
@@ -182,11 +178,11 @@ struct PowerLossFileSystem: StoreFileSystem {
         let store = try FileStore.open(
             at: folder.storeURL, model: model, options: FileStore.Options(durability: .full, fileSystem: PowerLossFileSystem(script: script)))
         let context = try FSSupport.context(for: store, model: model)
-        try Self.insertBooks(context, ["a"])
+        try FSSupport.insertBooks(context, ["a"])
         script.steps.withLock { $0 = [(persist: true, fail: true), (persist: false, fail: true)] }
-        #expect(throws: (any Error).self) { try Self.insertBooks(context, ["b"]) }
+        #expect(throws: (any Error).self) { try FSSupport.insertBooks(context, ["b"]) }
         #expect(store.isClosed, "the failed save could not be undone durably, so the store stopped")
-        #expect(throws: (any Error).self) { try Self.insertBooks(context, ["c"]) }
+        #expect(throws: (any Error).self) { try FSSupport.insertBooks(context, ["c"]) }
 
         // Power cut: the disk holds what the last persisting sync wrote, and -lock.
         let after = try TemporaryFolder()
@@ -260,8 +256,8 @@ struct PowerLossFileSystem: StoreFileSystem {
         do {
             let store = try FileStore.open(at: folder.storeURL, model: model)
             let context = try FSSupport.context(for: store, model: model)
-            try Self.insertBooks(context, ["first"])
-            try Self.insertBooks(context, ["second"])
+            try FSSupport.insertBooks(context, ["first"])
+            try FSSupport.insertBooks(context, ["second"])
             try store.close()
         }
         var bytes = try FSSupport.bytes(folder.storeURL)

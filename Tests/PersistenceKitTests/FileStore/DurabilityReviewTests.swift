@@ -57,17 +57,6 @@ struct ReviewFileSystem: StoreFileSystem {
 }
 
 @Suite struct DurabilityReviewTests {
-    static func insertBooks(_ context: NSManagedObjectContext, _ titles: [String]) throws {
-        try context.performAndWait {
-            for t in titles {
-                let b = Book(context: context)
-                b.title = t
-                b.pages = Int64(t.count)
-            }
-            try context.save()
-        }
-    }
-
     // MARK: 1. An open that fails after creating the file leaves a store that never opens
 
     @Test(arguments: ["syncDirectory", "open"])
@@ -89,7 +78,7 @@ struct ReviewFileSystem: StoreFileSystem {
         do {
             let store = try FileStore.open(at: folder.storeURL, model: model)
             let context = try FSSupport.context(for: store, model: model)
-            try Self.insertBooks(context, ["first"])
+            try FSSupport.insertBooks(context, ["first"])
             try store.close()
         } catch {
             Issue.record("after an open failed with an I/O error, the store can never be opened again: \(error)")
@@ -107,8 +96,8 @@ struct ReviewFileSystem: StoreFileSystem {
         let store = try FileStore.open(
             at: folder.storeURL, model: model, options: FileStore.Options(durability: .full, fileSystem: fs, compactionThreshold: 1 << 40))
         let context = try FSSupport.context(for: store, model: model)
-        try Self.insertBooks(context, ["a", "b", "c"])
-        try Self.insertBooks(context, ["d"])
+        try FSSupport.insertBooks(context, ["a", "b", "c"])
+        try FSSupport.insertBooks(context, ["d"])
 
         plan.arm(.syncDirectory, on: "", .fail(EIO))
         #expect(throws: FileStoreError.self) { try store.compact() }  // renamed, folder not synced
@@ -116,7 +105,7 @@ struct ReviewFileSystem: StoreFileSystem {
         #expect(store.compactionCount == 1, "the store carries on with the renamed file")
 
         let before = syncs.value.load(ordering: .relaxed)
-        try Self.insertBooks(context, ["acknowledged"])  // returns: promised to be on disk
+        try FSSupport.insertBooks(context, ["acknowledged"])  // returns: promised to be on disk
         #expect(
             syncs.value.load(ordering: .relaxed) > before,
             "a full-durability save returned while the rename that makes its file the store was never synced: a power cut can bring back the old file without it")
@@ -134,7 +123,7 @@ struct ReviewFileSystem: StoreFileSystem {
         let books = try #require(model.entitiesByName["Book"]).index
         let context = try FSSupport.context(for: store, model: model)
         let titles = ["a", "b", "c", "d", "e"]
-        try Self.insertBooks(context, titles)
+        try FSSupport.insertBooks(context, titles)
 
         do {
             try store.compact()
@@ -284,13 +273,13 @@ struct ReviewFileSystem: StoreFileSystem {
         let store = try FileStore.open(at: folder.storeURL, model: model, options: FileStore.Options(durability: .full, fileSystem: fs))
         #expect(FileManager.default.fileExists(atPath: folder.storeURL.path + "-lock"))
         let context = try FSSupport.context(for: store, model: model)
-        try Self.insertBooks(context, ["acknowledged"])
+        try FSSupport.insertBooks(context, ["acknowledged"])
         #expect(
             syncs.value.load(ordering: .relaxed) > 0,
             "-lock was created and a full-durability save acknowledged without a folder sync: after a power cut the -lock entry may be gone and the strict open reports the file as truncated")
         // One folder sync per session is enough: the next save does not sync again.
         let afterFirst = syncs.value.load(ordering: .relaxed)
-        try Self.insertBooks(context, ["second"])
+        try FSSupport.insertBooks(context, ["second"])
         #expect(syncs.value.load(ordering: .relaxed) == afterFirst)
         try store.close()
     }

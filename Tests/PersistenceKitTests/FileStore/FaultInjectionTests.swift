@@ -149,14 +149,7 @@ final class FaultyFile: StoreFile {
 
         /// Inserts books with these titles and saves.
         func insert(_ titles: [String]) throws {
-            try context.performAndWait {
-                for t in titles {
-                    let b = Book(context: context)
-                    b.title = t
-                    b.pages = Int64(t.count)
-                }
-                try context.save()
-            }
+            try FSSupport.insertBooks(context, titles)
         }
 
         func save() throws { try context.performAndWait { try context.save() } }

@@ -103,6 +103,18 @@ enum FSSupport {
         putU32(sum, into: &bytes, at: crcAt)
     }
 
+    /// Inserts books with these titles (pages: the title's length) and saves once.
+    static func insertBooks(_ context: NSManagedObjectContext, _ titles: [String]) throws {
+        try context.performAndWait {
+            for t in titles {
+                let b = Book(context: context)
+                b.title = t
+                b.pages = Int64(t.count)
+            }
+            try context.save()
+        }
+    }
+
     /// Every Book in the store, as (title, pages), read through a fresh context.
     static func books(_ container: NSPersistentContainer) throws -> [(title: String, pages: Int64)] {
         let context = container.newBackgroundContext()

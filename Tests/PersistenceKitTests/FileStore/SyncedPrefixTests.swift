@@ -34,15 +34,33 @@ import Testing
         return at
     }
 
-    @Test func damageInANormalSessionsUnsyncedSavesIsCutWithWhatFollows() throws {
-        let folder = try TemporaryFolder()
+    /// A store closed cleanly after the saves of `synced`, open again at `normal` durability
+    /// with the saves of `unsynced` made: the session a power cut interrupts.
+    static func normalSession(at url: URL, synced: [String], unsynced: [String]) throws -> NSPersistentContainer {
         do {
-            let first = try FSSupport.container(at: folder.storeURL, durability: "normal")
-            try Self.save(first.newBackgroundContext(), ["synced 1", "synced 2"])
+            let first = try FSSupport.container(at: url, durability: "normal")
+            try save(first.newBackgroundContext(), synced)
             try FSSupport.close(first)
         }
-        let session = try FSSupport.container(at: folder.storeURL, durability: "normal")
-        try Self.save(session.newBackgroundContext(), ["unsynced 1", "unsynced 2", "unsynced 3"])
+        let session = try FSSupport.container(at: url, durability: "normal")
+        try save(session.newBackgroundContext(), unsynced)
+        return session
+    }
+
+    /// Expects the damage `powerCutCopy` makes to record `damaged` to be reported as corrupt
+    /// at that record.
+    static func expectReported(_ store: URL, damaging damaged: Int) throws {
+        let copy = try TemporaryFolder()
+        let offset = try powerCutCopy(of: store, to: copy.storeURL, damaging: damaged)
+        let error = try CorruptionTests.openError(copy.storeURL)
+        #expect(error?.kind == .corrupt)
+        #expect(error?.offset == offset)
+    }
+
+    @Test func damageInANormalSessionsUnsyncedSavesIsCutWithWhatFollows() throws {
+        let folder = try TemporaryFolder()
+        let session = try Self.normalSession(
+            at: folder.storeURL, synced: ["synced 1", "synced 2"], unsynced: ["unsynced 1", "unsynced 2", "unsynced 3"])
         // Records: synced 1, synced 2, close, unsynced 1, 2, 3. Damage "unsynced 2" only.
         let copy = try TemporaryFolder()
         try Self.powerCutCopy(of: folder.storeURL, to: copy.storeURL, damaging: 4)
@@ -59,18 +77,8 @@ import Testing
 
     @Test func damageInWhatWasSyncedIsStillReported() throws {
         let folder = try TemporaryFolder()
-        do {
-            let first = try FSSupport.container(at: folder.storeURL, durability: "normal")
-            try Self.save(first.newBackgroundContext(), ["synced 1", "synced 2"])
-            try FSSupport.close(first)
-        }
-        let session = try FSSupport.container(at: folder.storeURL, durability: "normal")
-        try Self.save(session.newBackgroundContext(), ["unsynced 1"])
-        let copy = try TemporaryFolder()
-        let offset = try Self.powerCutCopy(of: folder.storeURL, to: copy.storeURL, damaging: 0)
-        let error = try CorruptionTests.openError(copy.storeURL)
-        #expect(error?.kind == .corrupt)
-        #expect(error?.offset == offset)
+        let session = try Self.normalSession(at: folder.storeURL, synced: ["synced 1", "synced 2"], unsynced: ["unsynced 1"])
+        try Self.expectReported(folder.storeURL, damaging: 0)
         try FSSupport.close(session)
     }
 
@@ -89,11 +97,7 @@ import Testing
         let full = try FSSupport.container(at: crashed.storeURL, durability: "full")
         try Self.save(full.newBackgroundContext(), ["full 1", "full 2", "full 3"])
         // Records: normal 1, full 1, full 2, full 3 (the crashed session wrote no close).
-        let copy = try TemporaryFolder()
-        let offset = try Self.powerCutCopy(of: crashed.storeURL, to: copy.storeURL, damaging: 2)
-        let error = try CorruptionTests.openError(copy.storeURL)
-        #expect(error?.kind == .corrupt)
-        #expect(error?.offset == offset)
+        try Self.expectReported(crashed.storeURL, damaging: 2)
         try FSSupport.close(full)
     }
 
