@@ -130,10 +130,15 @@ extension NSManagedObjectContext {
             throw error
         }
         let number = storeNumber(for: store.identifier)
+        var keyed: [NSManagedObject] = []
         for o in temporary {
-            if let row = o.pendingRow { assignPermanentID(row, storeNumber: number, to: o) }
+            if let row = o.pendingRow {
+                givePermanentKey(row, storeNumber: number, to: o)
+                keyed.append(o)
+            }
             o.pendingRow = nil
         }
+        registerPermanentKeys(of: keyed)
     }
 
     /// Gives objects with temporary IDs new row IDs in `pendingRow`, allocated per entity in
@@ -167,21 +172,20 @@ extension NSManagedObjectContext {
         return number
     }
 
-    /// Re-registers an object under its new permanent ID. `storeNumber` is
+    /// Takes an object out of the table that holds it by its temporary key and gives it its
+    /// permanent key; `registerPermanentKeys(of:)` then registers it. `storeNumber` is
     /// `storeNumber(for: store.identifier)`, asked once by the caller: asked per object, the
     /// store's identifier (a protocol call and a string) was 1% of saving 100,000 inserts.
     @inline(__always)
-    func assignPermanentID(_ row: StoreRowID, storeNumber: UInt32, to object: NSManagedObject) {
+    func givePermanentKey(_ row: StoreRowID, storeNumber: UInt32, to object: NSManagedObject) {
         unregister(object)
         object.setObjectKey(ObjectKey(row: row, storeNumber: storeNumber))
-        // A fault registered for this row (from an ID of a row that was never saved) names
-        // nothing that exists: the new object takes the row, and the fault is invalidated
-        // so that it does not keep this context.
-        if let stale = registeredByID.insert(object) { invalidateStale(stale) }
     }
 
-    /// Registers `objects`, which were just given permanent keys (and are registered under
-    /// no other), as `assignPermanentID` does one at a time.
+    /// Registers `objects`, just given permanent keys, under them (together: see
+    /// `ObjectRegistry.insert(contentsOf:)`). A fault registered for one of their rows (from
+    /// an ID of a row that was never saved) names nothing that exists: the new object takes
+    /// the row, and the fault is invalidated so that it does not keep this context.
     func registerPermanentKeys(of objects: [NSManagedObject]) {
         for stale in registeredByID.insert(contentsOf: objects) { invalidateStale(stale) }
     }

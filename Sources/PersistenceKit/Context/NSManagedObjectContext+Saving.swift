@@ -421,8 +421,7 @@ extension NSManagedObjectContext {
         keyed.reserveCapacity(inserted.count)
         for (i, o) in inserted.enumerated() {
             if let row = o.pendingRow {
-                unregister(o)
-                o.setObjectKey(ObjectKey(row: row, storeNumber: number))
+                givePermanentKey(row, storeNumber: number, to: o)
                 keyed.append(o)
             }
             o.pendingRow = nil

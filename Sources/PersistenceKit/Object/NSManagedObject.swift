@@ -156,9 +156,10 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // Both hold their objects strongly, and the context's deinit invalidates every object in
     // them (which sets this to nil) before the context's memory goes away, so the reference
     // never outlives its target. Removing an object from a registry must go
-    // with `invalidate()` or `managedObjectContext = nil` (assignPermanentID re-registers
-    // at once), and an object that `ObjectRegistry.insert` displaces must be invalidated or
-    // refused. Debug builds check the invariant on each read (ContextLinkTests).
+    // with `invalidate()` or `managedObjectContext = nil` (objects given permanent keys are
+    // re-registered by `registerPermanentKeys(of:)` right after the pass that keys them,
+    // which reads no object's context), and an object that `ObjectRegistry.insert` displaces
+    // must be invalidated or refused. Debug builds check the invariant on each read (ContextLinkTests).
     @exclusivity(unchecked) private final unowned(unsafe) var storedContext: NSManagedObjectContext?
 
     /// The owning context's queue, held strongly so that the queue check on every property

@@ -36,7 +36,6 @@ extension FileStore {
     private func compact(_ s: inout State) throws(FileStoreError) {
         try checkPayload(checkpointPayload(s), "compaction")
         let fs = options.fileSystem
-        let directory = (path as NSString).deletingLastPathComponent
         // The checkpoint record is built in place and written from the writer: the live data
         // is not copied again into an array (peak memory of a compaction: one copy of it).
         var w = FileStoreFormat.beginRecord(capacity: s.liveBytes + 64)

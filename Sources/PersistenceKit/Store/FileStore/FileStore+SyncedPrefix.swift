@@ -64,7 +64,6 @@ extension FileStore {
             s.syncedPrefixOnDisk = true
         }
         if s.folderUnsynced {
-            let directory = (path as NSString).deletingLastPathComponent
             try Self.io(path, "syncing the store's folder") { try options.fileSystem.syncDirectory(directory) }
             s.folderUnsynced = false
         }

@@ -74,6 +74,8 @@ public final class FileStore: PersistentStore {
     public let metadata: [String: String]
     /// The store file's path.
     public let path: String
+    /// The folder holding the store file (and `-lock`), which is synced when they appear.
+    var directory: String { (path as NSString).deletingLastPathComponent }
     /// The store's key in this process's table of open stores and of claimed locks.
     let key: String
     let options: Options
@@ -395,7 +397,7 @@ public final class FileStore: PersistentStore {
                 // A compaction's rename whose folder sync failed must be on disk before -lock
                 // goes: a power cut could otherwise keep the unlink and lose the rename, and
                 // bring back the old file without a close record or -lock. (Found in review.)
-                if s.folderUnsynced { try options.fileSystem.syncDirectory((path as NSString).deletingLastPathComponent) }
+                if s.folderUnsynced { try options.fileSystem.syncDirectory(directory) }
             } catch {
                 throw FileStoreError(
                     .io, path: path,
