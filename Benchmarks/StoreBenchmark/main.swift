@@ -227,6 +227,12 @@ if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "open" {
 
 /// `StoreBenchmark million [N]`: builds an N-object store (default 1,000,000) through the
 /// object API, then measures opening it in a fresh process.
+/// `StoreBenchmark links [N]`: see Links.swift.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "links" {
+    try runLinksBenchmark(books: CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 50_000 : 50_000)
+    exit(0)
+}
+
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "million" {
     let total = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 1_000_000 : 1_000_000
     let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])

@@ -32,6 +32,8 @@ struct LinkKeeper: Sendable {
         var keepsInverseOnDelete: Bool
         /// Whether the relationship is its own inverse (a spouse, friends): both ends own.
         var isOwnInverse: Bool
+        /// The destination entity's index.
+        var destination: Int32
     }
 
     /// Stored relationships with an inverse, by entity index (an array: `apply` looks up
@@ -52,7 +54,8 @@ struct LinkKeeper: Sendable {
                 ends[e.index, default: []].append(
                     End(
                         property: r.index, isToMany: r.isToMany, inverseProperty: inverse.index, owns: owns,
-                        keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule, isOwnInverse: inverse === r))
+                        keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule, isOwnInverse: inverse === r,
+                        destination: destination.index))
             }
         }
         let count = Int(model.entities.map(\.index).max() ?? -1) + 1
@@ -60,7 +63,7 @@ struct LinkKeeper: Sendable {
     }
 
     /// The linked relationships of `entity`, or nil when it has none.
-    private func ends(_ entity: Int32) -> [End]? {
+    func ends(_ entity: Int32) -> [End]? {
         guard entity >= 0, Int(entity) < byEntity.count else { return nil }
         let ends = byEntity[Int(entity)]
         return ends.isEmpty ? nil : ends

@@ -255,7 +255,7 @@ import Glibc
     @Test func aVersionOneStoreOpensTakesSavesAndStaysVersionOne() throws {
         let folder = try TemporaryFolder()
         var bytes = try Self.makeCleanStore(folder.storeURL)
-        #expect(FSSupport.u32(bytes, at: 8) == 2)
+        #expect(FSSupport.u32(bytes, at: 8) == FileStoreFormat.version)
         FSSupport.putU32(1, into: &bytes, at: 8)
         FSSupport.fixHeaderCRC(&bytes)
         for record in FSSupport.recordOffsets(bytes) { FSSupport.fixRecordCRC(&bytes, recordAt: record) }
@@ -285,17 +285,17 @@ import Glibc
         try FSSupport.close(reopened)
     }
 
-    @Test(arguments: [UInt32(3), 7, UInt32.max])
+    @Test(arguments: [FileStoreFormat.version + 1, 7, UInt32.max])
     func newerFormatVersion(version: UInt32) throws {
         let folder = try TemporaryFolder()
         var bytes = try Self.makeCleanStore(folder.storeURL)
         FSSupport.putU32(version, into: &bytes, at: 8)
         FSSupport.fixHeaderCRC(&bytes)
         try FSSupport.write(bytes, to: folder.storeURL)
-        try Self.expectDamage(folder.storeURL, .newerFormatVersion(found: version, supported: 2), at: 8)
+        try Self.expectDamage(folder.storeURL, .newerFormatVersion(found: version, supported: FileStoreFormat.version), at: 8)
         try? FileManager.default.removeItem(atPath: folder.storeURL.path + "-lock")
         let error = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL) }
-        #expect(error?.kind == .newerFormatVersion(found: version, supported: 2))
+        #expect(error?.kind == .newerFormatVersion(found: version, supported: FileStoreFormat.version))
         #expect(error?.offset == 8)
     }
 

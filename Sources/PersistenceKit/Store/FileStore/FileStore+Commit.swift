@@ -128,21 +128,20 @@ extension FileStore {
                     conflicts.append(
                         StoreConflict(
                             id: row.id, expectedVersion: row.version,
-                            current: try current.map { ref throws(FileStoreError) in try decodeRow(row.id, ref, s.image) }))
+                            current: try current.map { ref throws(FileStoreError) in try decodeRow(row.id, ref, in: &s) }))
                 }
             }
             for d in transaction.deletes {
                 if let current = s.tables[d.id.entity]?.rows[d.id.primaryKey], current.version != d.expectedVersion {
                     conflicts.append(
-                        StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: try decodeRow(d.id, current, s.image)))
+                        StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: try decodeRow(d.id, current, in: &s)))
                 }
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
             if transaction.isEmpty { return .committed([]) }
-            let image = s.image
             try links.apply(to: &transaction) { id throws(FileStoreError) -> StoreRow? in
                 guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
-                return try decodeRow(id, ref, image)
+                return try decodeRow(id, ref, in: &s)
             }
             try compactIfNeeded(&s)
 
@@ -178,6 +177,10 @@ extension FileStore {
             committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
             var placed: [(id: StoreRowID, offset: Int, length: Int, version: Int64)] = []
             placed.reserveCapacity(committed.capacity)
+            // From version 3, derived to-many columns are written as null: the store keeps
+            // them from the owning ends (see DerivedEnds). Older files keep getting them in
+            // full, so that older builds still read those files right.
+            let stripsDerived = s.formatVersion >= 3 && !derivedLayout.ends.isEmpty
             func put(_ row: StoreRow, version: Int64) {
                 w.u8(FileStoreFormat.Op.put.rawValue)
                 w.i32(row.id.entity)
@@ -186,7 +189,11 @@ extension FileStore {
                 let lengthAt = w.count
                 w.u32(0)
                 let start = w.count
-                FileStoreFormat.encode(row.values, into: &w)
+                if stripsDerived, !derivedLayout.derivedColumns(row.id.entity).isEmpty {
+                    FileStoreFormat.encode(derivedLayout.stripped(row.values, of: row.id.entity), into: &w)
+                } else {
+                    FileStoreFormat.encode(row.values, into: &w)
+                }
                 w.patch32(UInt32(w.count - start), at: lengthAt)
                 placed.append((row.id, start, w.count - start, version))
                 committed.append(StoreRow(id: row.id, version: version, values: row.values))
@@ -221,6 +228,8 @@ extension FileStore {
                 var entity: Int32 = -1
                 var table = Table()
                 var columns: [Int]?
+                // Owning columns that derived ends follow, while their lists are built.
+                var sources: [DerivedEnds.Layout.Column] = []
                 var delta = 0
                 func flush() {
                     if entity >= 0 { s.tables[entity] = table }
@@ -232,10 +241,16 @@ extension FileStore {
                         entity = p.id.entity
                         table = s.tables.removeValue(forKey: entity) ?? Table()
                         columns = indexedColumns[entity]
+                        sources = s.derived.isReady ? derivedLayout.sourceColumns(entity) : []
                     }
                     let pk = p.id.primaryKey
                     let ref = RowRef(offset: payloadStart + p.offset, length: p.length, version: p.version)
-                    if let old = table.rows.updateValue(ref, forKey: pk) {
+                    let old = table.rows.updateValue(ref, forKey: pk)
+                    for c in sources {
+                        let was = old.flatMap { old in Self.storedValue(at: c.property, of: old, buf, path: path) }
+                        s.derived.follow(c, of: derivedLayout, row: p.id, from: was, to: row.value(at: c.property))
+                    }
+                    if let old {
                         delta -= Self.liveSize(old)
                         if table.indexesReady, let columns { table.reindex(pk: pk, from: old, to: row, columns: columns, buf: buf, path: path) }
                     } else if table.indexesReady, let columns {
@@ -247,7 +262,9 @@ extension FileStore {
                 flush()
                 s.liveBytes += delta
                 for d in transaction.deletes {
-                    Self.removeRow(entity: d.id.entity, pk: d.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
+                    Self.removeRow(
+                        entity: d.id.entity, pk: d.id.primaryKey, in: &s, buf: buf, path: path, indexedColumns: indexedColumns,
+                        derivedLayout: derivedLayout)
                 }
             }
             // A save that leaves the file over twice its live data (deleting or rewriting most

@@ -49,13 +49,26 @@ extension FileStore {
         try s.image.withBytes { buf throws(FileStoreError) in
             for e in entities {
                 guard let table = s.tables[e] else { continue }
+                // Rows with derived to-many columns are written again with null there when the
+                // file is of version 1 or 2, which stores the lists; the rest are copied.
+                let strips = s.formatVersion < 3 && !derivedLayout.derivedColumns(e).isEmpty
                 try table.rows.forEachRow { pk, ref throws(FileStoreError) in
                     w.u8(FileStoreFormat.Op.put.rawValue)
                     w.i32(e)
                     w.i64(pk)
                     w.i64(ref.version)
-                    w.u32(UInt32(ref.length))
-                    w.raw(UnsafeRawBufferPointer(rebasing: buf[ref.offset..<(ref.offset + ref.length)]))
+                    let stored = UnsafeRawBufferPointer(rebasing: buf[ref.offset..<(ref.offset + ref.length)])
+                    guard strips else {
+                        w.u32(UInt32(ref.length))
+                        w.raw(stored)
+                        return
+                    }
+                    var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+                    let values = derivedLayout.stripped(try FileStoreFormat.decodeValues(&r), of: e)
+                    let lengthAt = w.count
+                    w.u32(0)
+                    FileStoreFormat.encode(values, into: &w)
+                    w.patch32(UInt32(w.count - lengthAt - 4), at: lengthAt)
                 }
             }
         }
@@ -105,6 +118,8 @@ extension FileStore {
         }
         fresh.sequence = s.sequence
         fresh.compactions = s.compactions + 1
+        // The same rows: the lists carry over (keyed by primary key, not by place in the file).
+        fresh.derived = s.derived
         // The new file is complete, synced and in place; from here on it is the store. Both
         // the old and the new file hold exactly the live rows. If the folder sync fails, the
         // rename may not be on disk: the store carries on with the new file, reports the

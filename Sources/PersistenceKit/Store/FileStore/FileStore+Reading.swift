@@ -3,11 +3,21 @@ import Foundation
 // The read path: rows are decoded from the in-memory image on demand; filters use an
 // attribute index when one of their conditions is on an indexed attribute.
 extension FileStore {
-    func decodeRow(_ id: StoreRowID, _ ref: RowRef, _ image: StoreImage) throws(FileStoreError) -> StoreRow {
-        try image.withBytes { buf throws(FileStoreError) -> StoreRow in
+    /// The row `id` stored at `ref`, its derived to-many columns filled in.
+    func decodeRow(_ id: StoreRowID, _ ref: RowRef, in s: inout State) throws(FileStoreError) -> StoreRow {
+        try prepareDerivedEnds(of: id.entity, in: &s)
+        var values = try s.image.withBytes { buf throws(FileStoreError) -> [StoreValue] in
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
-            return StoreRow(id: id, version: ref.version, values: try FileStoreFormat.decodeValues(&r))
+            return try FileStoreFormat.decodeValues(&r)
         }
+        s.derived.fill(&values, of: id, derivedLayout)
+        return StoreRow(id: id, version: ref.version, values: values)
+    }
+
+    /// Builds the derived ends' lists if rows of `entity` need them and they are not built.
+    func prepareDerivedEnds(of entity: Int32, in s: inout State) throws(FileStoreError) {
+        guard !s.derived.isReady, !derivedLayout.derivedColumns(entity).isEmpty else { return }
+        try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
     }
 
     /// See ``PersistentStore``.
@@ -15,7 +25,7 @@ extension FileStore {
         try state.withLock { s throws(FileStoreError) -> StoreRow? in
             try prepare(&s)
             guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
-            return try decodeRow(id, ref, s.image)
+            return try decodeRow(id, ref, in: &s)
         }
     }
 
@@ -41,9 +51,21 @@ extension FileStore {
             try prepare(&s)
             var result: [StoreRow] = []
             result.reserveCapacity(filter == nil ? (s.tables[entity]?.rows.count ?? 0) : 64)
+            guard !derivedLayout.derivedColumns(entity).isEmpty else {
+                try forEachMatch(entity: entity, filter: filter, in: &s) { pk, ref, r throws(FileStoreError) in
+                    result.append(
+                        StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
+                }
+                return result
+            }
+            try prepareDerivedEnds(of: entity, in: &s)
+            let derived = s.derived
+            let layout = derivedLayout
             try forEachMatch(entity: entity, filter: filter, in: &s) { pk, ref, r throws(FileStoreError) in
-                result.append(
-                    StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
+                let id = StoreRowID(entity: entity, primaryKey: pk)
+                var values = try FileStoreFormat.decodeValues(&r)
+                derived.fill(&values, of: id, layout)
+                result.append(StoreRow(id: id, version: ref.version, values: values))
             }
             return result
         }

@@ -472,6 +472,8 @@ extension FileStore {
                 liveDelta += liveSize(ref)
             case .delete:
                 flush()
+                // Replay builds tables from a fresh state: the derived ends' lists come later.
+                assert(!s.derived.isReady, "replay runs before the derived ends' lists are built")
                 removeRow(entity: entity, pk: pk, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
             case nil:
                 throw r.corrupt("unknown row operation \(opByte)")
@@ -493,18 +495,37 @@ extension FileStore {
         try body(&value)
     }
 
+    /// Removes row `pk` of `entity` from its table, its attribute indexes and, when the
+    /// derived ends' lists are built (`derivedLayout` given), from those lists.
     static func removeRow(
-        entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String, indexedColumns: [Int32: [Int]]
+        entity: Int32, pk: Int64, in s: inout State, buf: UnsafeRawBufferPointer, path: String, indexedColumns: [Int32: [Int]],
+        derivedLayout: DerivedEnds.Layout? = nil
     ) {
         guard s.tables[entity]?.rows[pk] != nil else { return }
         var freed = 0
+        var removed: RowRef?
         try? modify(&s.tables[entity, default: Table()]) { table throws(FileStoreError) in
             guard let old = table.rows.removeValue(forKey: pk) else { return }
+            removed = old
             freed = liveSize(old)
             if table.indexesReady, let columns = indexedColumns[entity] {
                 table.unindex(pk: pk, ref: old, columns: columns, buf: buf, path: path)
             }
         }
         s.liveBytes -= freed
+        if let removed, let derivedLayout, s.derived.isReady {
+            for c in derivedLayout.sourceColumns(entity) {
+                let was = storedValue(at: c.property, of: removed, buf, path: path)
+                s.derived.follow(c, of: derivedLayout, row: StoreRowID(entity: entity, primaryKey: pk), from: was, to: nil)
+            }
+        }
+    }
+
+    /// The value in column `column` of the row stored at `ref`; nil when it does not decode
+    /// (a row the store wrote does, and the derived ends' lists could not be built past one
+    /// that does not).
+    static func storedValue(at column: Int, of ref: RowRef, _ buf: UnsafeRawBufferPointer, path: String) -> StoreValue? {
+        var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+        return try? FileStoreFormat.decodeValue(at: column, &r)
     }
 }

@@ -88,6 +88,8 @@ public final class FileStore: PersistentStore {
     let indexedColumns: [Int32: [Int]]
     /// Keeps both ends of each stored link in agreement at commit.
     let links: LinkKeeper
+    /// The derived to-many columns, which the store fills in from the owning ends.
+    let derivedLayout: DerivedEnds.Layout
     let state: Lock<State>
 
     /// Where a row's encoded values are in the image, and its version.
@@ -133,6 +135,8 @@ public final class FileStore: PersistentStore {
         /// The whole store file as it is on disk.
         var image: StoreImage
         var tables: [Int32: Table] = [:]
+        /// The lists of the derived to-many ends, built on first use (see `DerivedEnds`).
+        var derived = DerivedEnds()
         var sequence: UInt64 = 0
         /// The file's format version (from its header): records appended use its checksum.
         var formatVersion = FileStoreFormat.version
@@ -291,6 +295,7 @@ public final class FileStore: PersistentStore {
         var indexed: [Int32: [Int]] = [:]
         model.seal()
         self.links = LinkKeeper(model: model)
+        self.derivedLayout = DerivedEnds.Layout(model: model, links: links)
         for e in model.entities {
             let columns = e.properties.enumerated().compactMap { i, p -> Int? in
                 guard let a = p as? NSAttributeDescription, a.isIndexed, !a.isTransient else { return nil }

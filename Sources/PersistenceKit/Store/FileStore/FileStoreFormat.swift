@@ -6,14 +6,15 @@ import Foundation
 /// header   64 bytes: "PKSTORE\0", format version u32, header size u32, store UUID (16),
 ///                    model layout hash (16), 12 reserved, CRC-32 of bytes 0..<60
 /// record*  "PKRC" u32, kind u8, 3 reserved, payload length u32, sequence u64, payload,
-///          checksum of everything before it in the record (version 2: `RecordChecksum`;
-///          version 1: CRC-32)
+///          checksum of everything before it in the record (from version 2:
+///          `RecordChecksum`; version 1: CRC-32)
 /// ```
+/// From version 3, rows hold null in their derived to-many columns (see `DerivedEnds`).
 /// All integers are little-endian.
 enum FileStoreFormat {
     static let magic: [UInt8] = Array("PKSTORE".utf8) + [0]
     /// The version new files are written with.
-    static let version: UInt32 = 2
+    static let version: UInt32 = 3
     /// The oldest version this code reads (and appends to, with that version's checksum).
     static let oldestReadableVersion: UInt32 = 1
     static let headerSize = 64

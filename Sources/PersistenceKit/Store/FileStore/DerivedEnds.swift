@@ -1,0 +1,198 @@
+/// The derived to-many ends of links — a shelf's `books`, the non-owning side of a
+/// many-to-many — kept in memory from the owning ends instead of in the file.
+///
+/// # Why
+/// Each link has one owning end (see `LinkKeeper`): a book's `shelf` owns the link, and the
+/// shelf's `books` follows. Stored in the shelf's row (format versions 1 and 2), that list
+/// made a save that put one book on a shelf of 50,000 rewrite the whole list: ~600 KB and
+/// 15–19 ms per save, and a file that grew by that much each time. A SQL store keeps only
+/// the foreign key and finds the list through it; from format version 3 the file store does
+/// the same: rows are written with `null` in their derived to-many columns, and reading a
+/// row fills those columns in from these lists. Files of versions 1 and 2 are read the
+/// same way — the lists they store are ignored, the owning ends decide — and are still
+/// written with the lists (so an older build reads them right) until a compaction rewrites
+/// them as version 3.
+///
+/// # Invariants
+/// - While `isReady`, `lists[k][t]` holds, in ascending order and without repeats, exactly
+///   the rows whose owning column (end `k`'s source) links to row `t` of end `k`'s entity,
+///   as the row tables hold them.
+/// - Built on first use from the row tables (opening a store decodes no rows), then kept
+///   current by every change to the tables that a commit makes. Replaying records at open
+///   does not touch them: they are not ready then.
+struct DerivedEnds {
+    /// Which columns are derived to-many ends, and which owning column each follows.
+    struct Layout: Sendable {
+        /// One derived to-many end.
+        struct End: Sendable {
+            /// The entity and column of the derived end (the shelf's `books`).
+            var entity: Int32
+            var property: Int
+            /// The entity and column of the owning end it follows (the book's `shelf`).
+            var source: Int32
+            var sourceProperty: Int
+        }
+
+        /// A column of an entity, and the end it belongs to (an index into `ends`).
+        struct Column: Sendable {
+            var property: Int
+            var end: Int
+        }
+
+        let ends: [End]
+        /// Per entity index: its derived to-many columns.
+        let derived: [[Column]]
+        /// Per entity index: its owning columns that some derived end follows.
+        let sources: [[Column]]
+
+        init(model: NSManagedObjectModel, links: LinkKeeper) {
+            var ends: [End] = []
+            let count = Int(model.entities.map(\.index).max() ?? -1) + 1
+            var derived = [[Column]](repeating: [], count: count)
+            var sources = [[Column]](repeating: [], count: count)
+            for e in model.entities {
+                for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse {
+                    let k = ends.count
+                    ends.append(End(entity: e.index, property: end.property, source: end.destination, sourceProperty: end.inverseProperty))
+                    derived[Int(e.index)].append(Column(property: end.property, end: k))
+                    sources[Int(end.destination)].append(Column(property: end.inverseProperty, end: k))
+                }
+            }
+            self.ends = ends
+            self.derived = derived
+            self.sources = sources
+        }
+
+        /// The derived to-many columns of `entity` (empty for most entities).
+        @inline(__always)
+        func derivedColumns(_ entity: Int32) -> [Column] {
+            entity >= 0 && Int(entity) < derived.count ? derived[Int(entity)] : []
+        }
+
+        /// The owning columns of `entity` that derived ends follow (empty for most).
+        @inline(__always)
+        func sourceColumns(_ entity: Int32) -> [Column] {
+            entity >= 0 && Int(entity) < sources.count ? sources[Int(entity)] : []
+        }
+
+        /// `values` with `null` in every derived to-many column of `entity`: what version 3
+        /// writes.
+        func stripped(_ values: [StoreValue], of entity: Int32) -> [StoreValue] {
+            var values = values
+            for c in derivedColumns(entity) where c.property < values.count { values[c.property] = .null }
+            return values
+        }
+    }
+
+    /// Per end: target primary key → the rows linking to it, in ascending order.
+    private(set) var lists: [[Int64: [StoreRowID]]] = []
+    /// Whether `lists` reflect the row tables (see the invariants).
+    private(set) var isReady = false
+
+    /// Builds the lists from the owning columns of every row in `tables`.
+    mutating func build(
+        _ layout: Layout, tables: [Int32: FileStore.Table], image: StoreImage, path: String
+    ) throws(FileStoreError) {
+        var lists = [[Int64: [StoreRowID]]](repeating: [:], count: layout.ends.count)
+        try image.withBytes { buf throws(FileStoreError) in
+            for (k, end) in layout.ends.enumerated() {
+                guard let table = tables[end.source] else { continue }
+                // Rows come in ascending key order, so every list is built sorted.
+                try table.rows.forEachRow { pk, ref throws(FileStoreError) in
+                    var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+                    let value = try FileStoreFormat.decodeValue(at: end.sourceProperty, &r)
+                    let source = StoreRowID(entity: end.source, primaryKey: pk)
+                    Self.forEachTarget(of: value, in: end.entity) { lists[k][$0, default: []].append(source) }
+                }
+            }
+        }
+        self.lists = lists
+        isReady = true
+    }
+
+    /// Drops the lists (they are built again on next use).
+    mutating func invalidate() {
+        lists = []
+        isReady = false
+    }
+
+    /// Follows a change of row `row`'s owning column `column` from `old` to `new` (nil: the
+    /// row did not exist, or no longer does). Does nothing before the lists are built.
+    mutating func follow(_ column: Layout.Column, of layout: Layout, row: StoreRowID, from old: StoreValue?, to new: StoreValue?) {
+        guard isReady, old != new else { return }
+        let entity = layout.ends[column.end].entity
+        var removed: [Int64] = [], added: [Int64] = []
+        if let old { Self.forEachTarget(of: old, in: entity) { removed.append($0) } }
+        if let new { Self.forEachTarget(of: new, in: entity) { added.append($0) } }
+        if removed.count + added.count > 2 {
+            // A many-to-many owning list: only what changed moves.
+            let before = Set(removed), after = Set(added)
+            removed = removed.filter { !after.contains($0) }
+            added = added.filter { !before.contains($0) }
+        }
+        for t in removed { remove(row, from: t, end: column.end) }
+        for t in added { insert(row, into: t, end: column.end) }
+    }
+
+    /// Puts the lists into the derived to-many columns of `values`, the values of row `id`.
+    func fill(_ values: inout [StoreValue], of id: StoreRowID, _ layout: Layout) {
+        let columns = layout.derivedColumns(id.entity)
+        if columns.isEmpty { return }
+        assert(isReady, "a row with derived ends is read only after the lists are built")
+        for c in columns {
+            if c.property >= values.count {
+                values.append(contentsOf: repeatElement(.null, count: c.property + 1 - values.count))
+            }
+            values[c.property] = .references(lists[c.end][id.primaryKey] ?? [])
+        }
+    }
+
+    private mutating func insert(_ row: StoreRowID, into target: Int64, end: Int) {
+        lists[end][target, default: []].insertSorted(row)
+    }
+
+    private mutating func remove(_ row: StoreRowID, from target: Int64, end: Int) {
+        guard var rows = lists[end].removeValue(forKey: target) else { return }
+        rows.removeSorted(row)
+        if !rows.isEmpty { lists[end][target] = rows }
+    }
+
+    /// Calls `body` with the primary key of each row of `entity` that `value` links to.
+    private static func forEachTarget(of value: StoreValue, in entity: Int32, _ body: (Int64) -> Void) {
+        switch value {
+        case let .reference(t) where t.entity == entity: body(t.primaryKey)
+        case let .references(ts): for t in ts where t.entity == entity { body(t.primaryKey) }
+        default: break
+        }
+    }
+}
+
+extension Array where Element == StoreRowID {
+    /// Inserts `row` into this ascending array, unless it is there already. Appending (rows
+    /// added in key order, as an import adds them) costs no search.
+    fileprivate mutating func insertSorted(_ row: StoreRowID) {
+        if let last, last < row {
+            append(row)
+            return
+        }
+        let i = partitionPoint { !($0 < row) }
+        if i == count || self[i] != row { insert(row, at: i) }
+    }
+
+    /// Removes `row` from this ascending array, if it is there.
+    fileprivate mutating func removeSorted(_ row: StoreRowID) {
+        let i = partitionPoint { !($0 < row) }
+        if i < count, self[i] == row { remove(at: i) }
+    }
+
+    /// The first index whose element satisfies `belongsToSecondPart` (which must be false
+    /// for a prefix of the array and true for the rest).
+    private func partitionPoint(_ belongsToSecondPart: (StoreRowID) -> Bool) -> Int {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if belongsToSecondPart(self[mid]) { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+}
