@@ -140,20 +140,24 @@ extension NSManagedObjectContext {
     /// "Dangling reference to an invalid object"; writing them dropped the link silently.
     private func danglingReferences(of o: NSManagedObject) -> [CoreDataError] {
         var errors: [CoreDataError] = []
-        for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
-            let targets: [NSManagedObject]
-            switch o.slots[i] {
-            case let .toOne(t?): targets = [t]
-            case let .toMany(set): targets = Array(set)
-            default: continue
-            }
-            for t in targets where t.managedObjectContext !== self {
+        func check(_ t: NSManagedObject, _ i: Int) {
+            if !t.isOwned(by: self) {
                 errors.append(
                     CoreDataError(
                         .managedObjectValidation, objectID: o.objectID, key: o.entity.properties[i].name,
                         "dangling reference: '\(o.entity.name).\(o.entity.properties[i].name)' points at \(t.objectID), "
                             + "which is not in context '\(debugName)' (never inserted, deleted, or in another context). "
                             + "Insert it here, or bring it over with object(with:)."))
+            }
+        }
+        // The set is walked in place, with an identity check per target: copying it into an
+        // array and loading each target's context was half of saving a shelf of 50,000 books
+        // that gained one.
+        for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
+            switch o.slots[i] {
+            case let .toOne(t?): check(t, i)
+            case let .toMany(set): for t in set { check(t, i) }
+            default: continue
             }
         }
         return errors

@@ -218,13 +218,33 @@ extension NSManagedObject {
 
     /// The value of property `i` in stored form, with relationships as row IDs; temporary
     /// objects map through `rowFor` (nil → the relationship is written as empty).
+    /// The rows of `set`'s objects, in ascending order.
+    ///
+    /// The targets of one relationship are rows of one entity (there is no inheritance), so
+    /// their keys are sorted as plain integers: sorting the row IDs themselves, compared as
+    /// pairs, was a fifth of saving a shelf of 50,000 books that gained one.
+    static func sortedRows(of set: Set<NSManagedObject>, rowFor: (NSManagedObject) -> StoreRowID?) -> [StoreRowID] {
+        var keys: [Int64] = []
+        keys.reserveCapacity(set.count)
+        var entity: Int32?
+        for o in set {
+            guard let row = rowFor(o) else { continue }
+            if entity == nil { entity = row.entity }
+            guard row.entity == entity else { return set.compactMap(rowFor).sorted() }
+            keys.append(row.primaryKey)
+        }
+        guard let entity else { return [] }
+        keys.sort()
+        return keys.map { StoreRowID(entity: entity, primaryKey: $0) }
+    }
+
     func encodedValue(at i: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> StoreValue {
         if valueStorage != .slots && entity.slotKinds[i] == .attribute { return currentAttributeValue(at: i) }
         loadSlots()
         switch storedSlots[i] {
         case let .value(v): return v
         case let .toOne(o): return o.flatMap(rowFor).map(StoreValue.reference) ?? .null
-        case let .toMany(set): return .references(set.compactMap(rowFor).sorted())
+        case let .toMany(set): return .references(Self.sortedRows(of: set, rowFor: rowFor))
         case let .unresolvedToOne(r): return r.map(StoreValue.reference) ?? .null
         case let .unresolvedToMany(rs): return .references(rs)
         }

@@ -162,6 +162,13 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // must be invalidated or refused. Debug builds check the invariant on each read (ContextLinkTests).
     @exclusivity(unchecked) private final unowned(unsafe) var storedContext: NSManagedObjectContext?
 
+    /// Whether `context` owns the object — `managedObjectContext === context` without taking
+    /// a reference to the context (for checks over many objects).
+    @inline(__always)
+    final func isOwned(by context: NSManagedObjectContext) -> Bool {
+        storedContext.map(ObjectIdentifier.init) == ObjectIdentifier(context)
+    }
+
     /// The owning context's queue, held strongly so that the queue check on every property
     /// access needs no load of the context (measured when the context reference was weak:
     /// that load was the largest single cost of a property read).
