@@ -220,6 +220,8 @@ extension FileStore {
                 s.tables[entity, default: Table()].rows.reserveKeys(below: maxKey + 1)
             }
             let appended = s.image
+            // Whatever happens below, the lists never keep changes half noted.
+            defer { s.derived.applyPending() }
             try appended.withBytes { buf throws(FileStoreError) in
                 // Rows of one entity come together: take its table out of the dictionary once
                 // per run, and index the values the transaction carries instead of decoding
@@ -267,6 +269,8 @@ extension FileStore {
                         derivedLayout: derivedLayout)
                 }
             }
+            // The derived ends' lists take the save's link changes together (see DerivedEnds).
+            s.derived.applyPending()
             // A save that leaves the file over twice its live data (deleting or rewriting most
             // rows) is followed by a compaction now, not before the next save, which may never
             // come. (Found in review: the file stayed far past the bound.) Best effort: the

@@ -61,10 +61,15 @@ extension FileStore {
             try prepareDerivedEnds(of: entity, in: &s)
             let derived = s.derived
             let layout = derivedLayout
-            try forEachMatch(entity: entity, filter: filter, in: &s) { pk, ref, r throws(FileStoreError) in
+            // Conditions on a derived to-many column are checked on the filled-in list: the
+            // encoded row holds null there (or, before version 3, a list the store ignores).
+            // (Found in review: they were checked against the stored null.)
+            let (encoded, onLists) = splitDerivedConditions(filter, entity: entity)
+            try forEachMatch(entity: entity, filter: encoded, in: &s) { pk, ref, r throws(FileStoreError) in
                 let id = StoreRowID(entity: entity, primaryKey: pk)
                 var values = try FileStoreFormat.decodeValues(&r)
                 derived.fill(&values, of: id, layout)
+                guard onLists.allSatisfy({ $0.matches(value: values[$0.property]) }) else { return }
                 result.append(StoreRow(id: id, version: ref.version, values: values))
             }
             return result
@@ -110,8 +115,22 @@ extension FileStore {
         try body(pk, ref, &r)
     }
 
+    /// `filter`'s conditions split into those the encoded rows answer and those on derived
+    /// to-many columns of `entity`, which only the filled-in values answer.
+    private func splitDerivedConditions(_ filter: StoreFilter?, entity: Int32) -> (StoreFilter?, [StoreFilter.Condition]) {
+        let columns = derivedLayout.derivedColumns(entity)
+        guard let filter, !columns.isEmpty else { return (filter, []) }
+        let isDerived = { (c: StoreFilter.Condition) in columns.contains { $0.property == c.property } }
+        let onLists = filter.conditions.filter(isDerived)
+        if onLists.isEmpty { return (filter, []) }
+        return (StoreFilter(filter.conditions.filter { !isDerived($0) }), onLists)
+    }
+
     /// See ``PersistentStore``.
     public func countRows(entity: Int32, filter: StoreFilter?) throws -> Int {
+        if !splitDerivedConditions(filter, entity: entity).1.isEmpty {
+            return try fetchRows(entity: entity, filter: filter).count
+        }
         guard let filter else {
             return try state.withLock { s throws(FileStoreError) -> Int in
                 try checkOpen(s)
