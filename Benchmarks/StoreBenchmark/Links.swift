@@ -21,7 +21,7 @@ struct LinkFigures {
     var firstSave = 0.0  // s
     /// The median of the saves after it.
     var save = 0.0  // s
-    /// Bytes the file grew by per save, on average.
+    /// Bytes of records appended per save, on average (space reserved ahead not counted).
     var bytesPerSave = 0.0
 }
 
@@ -37,10 +37,6 @@ func setFormatVersion(_ version: UInt32, of url: URL) throws {
     crc = ~crc
     for i in 0..<4 { bytes[60 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
     try Data(bytes).write(to: url)
-}
-
-func fileSize(_ url: URL) -> Int {
-    ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int) ?? 0
 }
 
 /// Builds a shelf of `books` books in a fresh store (of format `version`), reopens it, and
@@ -81,7 +77,7 @@ func measureLinks(books: Int, version: UInt32, saves: Int, model: NSManagedObjec
     let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
     var figures = LinkFigures()
     var times: [Double] = []
-    let sizeBefore = fileSize(url)
+    let sizeBefore = store.fileSize
     try context.performAndWait {
         for i in 0...saves {
             let time = try seconds {
@@ -95,7 +91,7 @@ func measureLinks(books: Int, version: UInt32, saves: Int, model: NSManagedObjec
     }
     times.sort()
     figures.save = times[times.count / 2]
-    figures.bytesPerSave = Double(fileSize(url) - sizeBefore) / Double(saves + 1)
+    figures.bytesPerSave = Double(store.fileSize - sizeBefore) / Double(saves + 1)
     return figures
 }
 
@@ -106,10 +102,10 @@ func runLinksBenchmark(books: Int) throws {
     let former = try measureLinks(books: books, version: 2, saves: saves, model: model)
     let empty = try measureLinks(books: 0, version: 3, saves: saves, model: model)
     func ms(_ s: Double) -> String { String(format: "%.3f ms", s * 1000) }
-    func kb(_ b: Double) -> String { String(format: "%.1f KB", b / 1024) }
+    func kb(_ b: Double) -> String { b < 10_240 ? String(format: "%.0f B", b) : String(format: "%.1f KB", b / 1024) }
     print("One book added to a shelf, then saved (full durability; one context, which keeps the shelf; the median of \(saves) saves)")
     print("")
-    print("| store | first save after reopen | save | file growth per save |")
+    print("| store | first save after reopen | save | bytes written per save |")
     print("|---|---|---|---|")
     print("| version 3, shelf of \(books) (the list is derived) | \(ms(current.firstSave)) | \(ms(current.save)) | \(kb(current.bytesPerSave)) |")
     print("| version 2, shelf of \(books) (the list is written) | \(ms(former.firstSave)) | \(ms(former.save)) | \(kb(former.bytesPerSave)) |")
