@@ -281,10 +281,7 @@ struct LinkKeeper: Sendable {
     }
 
     /// `value` with `patch` applied: a to-many keeps its rows sorted (as contexts write
-    /// them); a to-one takes an added row, or lets go of a removed one.
-    /// A few changes to a large set are made in place by binary search (a shelf of 100,000
-    /// books gaining one must not be hashed and sorted whole at every save); many changes
-    /// go through a set and one sort.
+    /// them; see SortedRows.swift); a to-one takes an added row, or lets go of a removed one.
     private static func patched(_ value: StoreValue, _ patch: Patch, toMany: Bool) -> StoreValue {
         if toMany {
             var rows: [StoreRowID]
@@ -294,59 +291,13 @@ struct LinkKeeper: Sendable {
             default: rows = []
             }
             if patch.adds.isEmpty && patch.removes.isEmpty { return .references(rows) }
-            if !isSortedUnique(rows) { rows = Set(rows).sorted() }
-            if patch.adds.count + patch.removes.count > 16 {
-                // Merged in one pass over sorted lists (adds usually come sorted already).
-                let removes = sortedUnique(patch.removes), adds = sortedUnique(patch.adds)
-                var result: [StoreRowID] = []
-                result.reserveCapacity(rows.count + adds.count)
-                var i = 0, r = 0, a = 0
-                while i < rows.count || a < adds.count {
-                    let next: StoreRowID
-                    if a == adds.count || (i < rows.count && rows[i] < adds[a]) {
-                        next = rows[i]
-                        i += 1
-                        while r < removes.count && removes[r] < next { r += 1 }
-                        if r < removes.count && removes[r] == next { continue }
-                    } else {
-                        next = adds[a]
-                        a += 1
-                        if i < rows.count && rows[i] == next { i += 1 }
-                    }
-                    result.append(next)
-                }
-                return .references(result)
-            }
-            /// The first position whose row is not below `id`.
-            func position(_ id: StoreRowID) -> Int {
-                var lo = 0, hi = rows.count
-                while lo < hi {
-                    let mid = (lo + hi) / 2
-                    if rows[mid] < id { lo = mid + 1 } else { hi = mid }
-                }
-                return lo
-            }
-            for id in patch.removes {
-                let i = position(id)
-                if i < rows.count, rows[i] == id { rows.remove(at: i) }
-            }
-            for id in patch.adds {
-                let i = position(id)
-                if i == rows.count || rows[i] != id { rows.insert(id, at: i) }
-            }
+            rows = rows.sortedUnique
+            rows.apply(adding: patch.adds, removing: patch.removes)
             return .references(rows)
         }
         if let added = patch.adds.max() { return .reference(added) }  // several: one wins, the same each time
         if case let .reference(row) = value, patch.removes.contains(row) { return .null }
         return value
-    }
-
-    private static func isSortedUnique(_ rows: [StoreRowID]) -> Bool {
-        rows.indices.dropFirst().allSatisfy { rows[$0 - 1] < rows[$0] }
-    }
-
-    private static func sortedUnique(_ rows: [StoreRowID]) -> [StoreRowID] {
-        isSortedUnique(rows) ? rows : Set(rows).sorted()
     }
 
     private static func set(_ row: inout StoreRow, _ end: End, _ value: StoreValue) {
