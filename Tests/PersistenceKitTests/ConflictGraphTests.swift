@@ -16,10 +16,7 @@ func storedGraphProblems(_ container: NSPersistentContainer) throws -> [String] 
 
 /// The same check on `store`'s rows, read through the store alone.
 func storedGraphProblems(_ store: any PersistentStore, _ model: NSManagedObjectModel) throws -> [String] {
-    var rows: [StoreRowID: StoreRow] = [:]
-    for e in model.entities {
-        for r in try store.fetchRows(entity: Int32(e.index), filter: nil) { rows[r.id] = r }
-    }
+    let rows = try FSSupport.allRows(store, model)
     func refs(_ v: StoreValue) -> [StoreRowID] {
         switch v {
         case let .reference(r): [r]

@@ -26,13 +26,11 @@ final class DRVTag: NSManagedObject {
 @Suite(.serialized) struct DerivedEndsReviewTests {
     typealias Bench = StoreLinkTests.Bench
 
-    /// All rows of every entity.
-    static func all(_ store: any PersistentStore, _ model: NSManagedObjectModel) throws -> [StoreRowID: StoreRow] {
-        var rows: [StoreRowID: StoreRow] = [:]
-        for e in model.entities {
-            for r in try store.fetchRows(entity: e.index, filter: nil) { rows[r.id] = r }
-        }
-        return rows
+    /// A row of `e` with these values by property name (the rest null).
+    static func row(_ e: NSEntityDescription, _ pk: Int64, version: Int64 = 0, _ values: [String: StoreValue]) -> StoreRow {
+        var all = [StoreValue](repeating: .null, count: e.properties.count)
+        for (n, v) in values { all[e.indexByName[n]!] = v }
+        return StoreRow(id: StoreRowID(entity: e.index, primaryKey: pk), version: version, values: all)
     }
 
     /// Differential run: the same random transactions against a file store and the in-memory
@@ -46,14 +44,14 @@ final class DRVTag: NSManagedObject {
         let memory = InMemoryStore(model: model)
         var generator = RandomLinkTransactions(model: model, seed: seed, odd: true)
         for round in 0..<60 {
-            let t = generator.next(after: try Self.all(memory, model))
+            let t = generator.next(after: try FSSupport.allRows(memory, model))
             let a = try file.commit(t), b = try memory.commit(t)
             guard case let .committed(fileRows) = a, case let .committed(memoryRows) = b else {
                 Issue.record("seed \(seed) round \(round): conflict")
                 return
             }
             #expect(fileRows == memoryRows, "seed \(seed) round \(round): committed rows differ")
-            let fromFile = try Self.all(file, model), fromMemory = try Self.all(memory, model)
+            let fromFile = try FSSupport.allRows(file, model), fromMemory = try FSSupport.allRows(memory, model)
             if fromFile != fromMemory {
                 let diff = fromMemory.keys.filter { fromFile[$0] != fromMemory[$0] }.sorted()
                 Issue.record("seed \(seed) round \(round): rows differ: \(diff.map { "\($0): file \(String(describing: fromFile[$0]?.values)) memory \(String(describing: fromMemory[$0]?.values))" })")
@@ -64,7 +62,7 @@ final class DRVTag: NSManagedObject {
                 try file.close()
                 file = try FileStore.open(at: folder.storeURL, model: model)
                 // Half the time a commit comes before any read (lists not built yet).
-                if generator.random.next() % 2 == 0 { _ = try Self.all(file, model) }
+                if generator.random.next() % 2 == 0 { _ = try FSSupport.allRows(file, model) }
             }
         }
         try file.close()
@@ -81,17 +79,12 @@ extension DerivedEndsReviewTests {
         model.seal()
         let author = model.entitiesByName["Author"]!, book = model.entitiesByName["Book"]!
         let a1 = StoreRowID(entity: author.index, primaryKey: 1), b1 = StoreRowID(entity: book.index, primaryKey: 1)
-        func row(_ e: NSEntityDescription, _ pk: Int64, _ values: [String: StoreValue]) -> StoreRow {
-            var all = [StoreValue](repeating: .null, count: e.properties.count)
-            for (n, v) in values { all[e.indexByName[n]!] = v }
-            return StoreRow(id: StoreRowID(entity: e.index, primaryKey: pk), version: 0, values: all)
-        }
         var store = try FileStore.open(at: folder.storeURL, model: model)
         var t = StoreTransaction()
-        t.inserts = [row(book, 1, ["title": .string("B1")])]
+        t.inserts = [Self.row(book, 1, ["title": .string("B1")])]
         _ = try store.commit(t)
         _ = try store.fetchRow(b1)  // lists built
-        t.inserts = [row(author, 1, ["name": .string("A1"), "books": .references([b1, b1])])]
+        t.inserts = [Self.row(author, 1, ["name": .string("A1"), "books": .references([b1, b1])])]
         _ = try store.commit(t)
         let authors = book.indexByName["authors"]!
         let kept = try store.fetchRow(b1)?.value(at: authors)
@@ -181,7 +174,7 @@ extension DerivedEndsReviewTests {
         let memory = InMemoryStore(model: model)
         var generator = RandomLinkTransactions(model: model, seed: seed, odd: false)
         for round in 0..<40 {
-            let t = generator.next(after: try Self.all(memory, model))
+            let t = generator.next(after: try FSSupport.allRows(memory, model))
             _ = try file.commit(t)
             _ = try memory.commit(t)
             if round % 13 == 12 {
@@ -192,7 +185,7 @@ extension DerivedEndsReviewTests {
         try file.close()
         #expect(FSSupport.u32(try FSSupport.bytes(url), at: 8) == 2)
         let raw = try Self.rawRows(url)
-        let expected = try Self.all(memory, model)
+        let expected = try FSSupport.allRows(memory, model)
         let differing = expected.keys.filter { raw[$0] != expected[$0] }.sorted()
         #expect(differing.isEmpty, "seed \(seed): \(differing.prefix(3).map { "\($0): stored \(String(describing: raw[$0]?.values)) memory \(String(describing: expected[$0]?.values))" })")
         #expect(Set(raw.keys) == Set(expected.keys))
@@ -242,17 +235,12 @@ extension DerivedEndsReviewTests {
         model.seal()
         let b = { (e: String, pk: Int64) in StoreRowID(entity: model.entitiesByName[e]!.index, primaryKey: pk) }
         let book = model.entitiesByName["Book"]!, shelf = model.entitiesByName["Shelf"]!
-        func row(_ e: NSEntityDescription, _ pk: Int64, _ values: [String: StoreValue]) -> StoreRow {
-            var all = [StoreValue](repeating: .null, count: e.properties.count)
-            for (n, v) in values { all[e.indexByName[n]!] = v }
-            return StoreRow(id: StoreRowID(entity: e.index, primaryKey: pk), version: 0, values: all)
-        }
         var store = try FileStore.open(at: url, model: model)
         var t = StoreTransaction()
         t.inserts = [
-            row(shelf, 1, ["name": .string("S1")]), row(shelf, 2, ["name": .string("S2")]),
-            row(book, 1, ["title": .string("B1"), "shelf": .reference(b("Shelf", 1))]),
-            row(book, 2, ["title": .string("B2"), "shelf": .reference(b("Shelf", 2))]),
+            Self.row(shelf, 1, ["name": .string("S1")]), Self.row(shelf, 2, ["name": .string("S2")]),
+            Self.row(book, 1, ["title": .string("B1"), "shelf": .reference(b("Shelf", 1))]),
+            Self.row(book, 2, ["title": .string("B2"), "shelf": .reference(b("Shelf", 2))]),
         ]
         _ = try store.commit(t)
         try store.close()
@@ -289,22 +277,17 @@ extension DerivedEndsReviewTests {
         var store = try FileStore.open(at: url, model: model, options: options)
         let book = model.entitiesByName["Book"]!, shelf = model.entitiesByName["Shelf"]!, author = model.entitiesByName["Author"]!
         func id(_ e: NSEntityDescription, _ pk: Int64) -> StoreRowID { StoreRowID(entity: e.index, primaryKey: pk) }
-        func row(_ e: NSEntityDescription, _ pk: Int64, version: Int64 = 0, _ values: [String: StoreValue]) -> StoreRow {
-            var all = [StoreValue](repeating: .null, count: e.properties.count)
-            for (n, v) in values { all[e.indexByName[n]!] = v }
-            return StoreRow(id: id(e, pk), version: version, values: all)
-        }
         var t = StoreTransaction()
-        t.inserts = [row(shelf, 1, ["name": .string("S1")]), row(shelf, 2, ["name": .string("S2")]), row(author, 1, ["name": .string("A")])]
-            + (1...20).map { row(book, Int64($0), ["title": .string("b\($0)"), "shelf": .reference(id(shelf, 1))]) }
+        t.inserts = [Self.row(shelf, 1, ["name": .string("S1")]), Self.row(shelf, 2, ["name": .string("S2")]), Self.row(author, 1, ["name": .string("A")])]
+            + (1...20).map { Self.row(book, Int64($0), ["title": .string("b\($0)"), "shelf": .reference(id(shelf, 1))]) }
         _ = try store.commit(t)
         var a = StoreTransaction()
-        a.updates = [row(author, 1, version: 1, ["name": .string("A"), "books": .references((1...20).map { id(book, Int64($0)) })])]
+        a.updates = [Self.row(author, 1, version: 1, ["name": .string("A"), "books": .references((1...20).map { id(book, Int64($0)) })])]
         _ = try store.commit(a)
-        _ = try Self.all(store, model)  // lists built
+        _ = try FSSupport.allRows(store, model)  // lists built
         func retitle(_ title: String) throws {
             var bloat = StoreTransaction()
-            let rows = try Self.all(store, model)
+            let rows = try FSSupport.allRows(store, model)
             bloat.updates = (1...20).map { pk in
                 var r = rows[id(book, Int64(pk))]!
                 r.values[book.indexByName["title"]!] = .string(title)
@@ -323,9 +306,9 @@ extension DerivedEndsReviewTests {
         default: plan.arm(.syncDirectory, on: "", .fail(EIO), times: 2)
         }
         if compacting { try retitle("small") }
-        let before = try Self.all(store, model)
+        let before = try FSSupport.allRows(store, model)
         var move = StoreTransaction()
-        let current = try Self.all(store, model)
+        let current = try FSSupport.allRows(store, model)
         move.updates = (1...10).map { pk in
             var r = current[id(book, Int64(pk))]!
             r.values[book.indexByName["shelf"]!] = .reference(id(shelf, 2))
@@ -337,16 +320,16 @@ extension DerivedEndsReviewTests {
         #expect(failed && plan.fired >= 1, "\(fault): the fault fired and the save failed")
         plan.disarm()
         if failed {
-            #expect(try Self.all(store, model) == before, "\(fault): a failed save changed what reads back")
+            #expect(try FSSupport.allRows(store, model) == before, "\(fault): a failed save changed what reads back")
             #expect(try storedGraphProblems(store, model) == [], "\(fault)")
             _ = try store.commit(move)
         }
-        let kept = try Self.all(store, model)
+        let kept = try FSSupport.allRows(store, model)
         #expect(try storedGraphProblems(store, model) == [], "\(fault)")
         #expect(kept[id(shelf, 2)]?.value(at: shelf.indexByName["books"]!) == .references((1...10).map { id(book, Int64($0)) }))
         try store.close()
         store = try FileStore.open(at: url, model: model)
-        #expect(try Self.all(store, model) == kept, "\(fault): lists kept differ from lists rebuilt")
+        #expect(try FSSupport.allRows(store, model) == kept, "\(fault): lists kept differ from lists rebuilt")
         try store.close()
     }
 }

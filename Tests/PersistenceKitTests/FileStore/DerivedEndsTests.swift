@@ -107,15 +107,6 @@ import Testing
         try FSSupport.close(container)
     }
 
-    /// Every row of `store` as it reads back, derived ends included.
-    static func snapshot(_ store: FileStore, _ model: NSManagedObjectModel) throws -> [StoreRowID: StoreRow] {
-        var rows: [StoreRowID: StoreRow] = [:]
-        for e in model.entities {
-            for r in try store.fetchRows(entity: e.index, filter: nil) { rows[r.id] = r }
-        }
-        return rows
-    }
-
     /// Random moves, author changes, inserts and deletes (cascades included), with
     /// compactions between: after each save the ends agree, and the lists the store kept
     /// save by save equal the lists built afresh by reopening.
@@ -177,10 +168,10 @@ import Testing
             #expect(try storedGraphProblems(container) == [], "seed \(seed), round \(round)")
             if round % 10 == 9, let store = FSSupport.fileStores(container).first { try store.compact() }
         }
-        let kept = try Self.snapshot(try #require(FSSupport.fileStores(container).first), model)
+        let kept = try FSSupport.allRows(try #require(FSSupport.fileStores(container).first), model)
         try FSSupport.close(container)
         container = try FSSupport.container(at: url)
-        let rebuilt = try Self.snapshot(try #require(FSSupport.fileStores(container).first), model)
+        let rebuilt = try FSSupport.allRows(try #require(FSSupport.fileStores(container).first), model)
         #expect(kept == rebuilt, "seed \(seed)")
         #expect(kept.values.contains { row in row.values.contains { if case let .references(r) = $0 { r.count > 3 } else { false } } })
         try FSSupport.close(container)

@@ -26,6 +26,15 @@ enum FSSupport {
         return NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
     }
 
+    /// Every row of every entity of `store`, as it reads back (derived ends filled in).
+    static func allRows(_ store: any PersistentStore, _ model: NSManagedObjectModel) throws -> [StoreRowID: StoreRow] {
+        var rows: [StoreRowID: StoreRow] = [:]
+        for e in model.entities {
+            for r in try store.fetchRows(entity: e.index, filter: nil) { rows[r.id] = r }
+        }
+        return rows
+    }
+
     /// The file stores of a container.
     static func fileStores(_ container: NSPersistentContainer) -> [FileStore] {
         container.persistentStoreCoordinator.persistentStores.compactMap { $0 as? FileStore }

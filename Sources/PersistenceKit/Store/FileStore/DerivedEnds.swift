@@ -25,9 +25,8 @@ struct DerivedEnds {
     struct Layout: Sendable {
         /// One derived to-many end.
         struct End: Sendable {
-            /// The entity and column of the derived end (the shelf's `books`).
+            /// The entity of the derived end (the shelf's `books`; its column is in `derived`).
             var entity: Int32
-            var property: Int
             /// The entity and column of the owning end it follows (the book's `shelf`).
             var source: Int32
             var sourceProperty: Int
@@ -53,7 +52,7 @@ struct DerivedEnds {
             for e in model.entities {
                 for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse {
                     let k = ends.count
-                    ends.append(End(entity: e.index, property: end.property, source: end.destination, sourceProperty: end.inverseProperty))
+                    ends.append(End(entity: e.index, source: end.destination, sourceProperty: end.inverseProperty))
                     derived[Int(e.index)].append(Column(property: end.property, end: k))
                     sources[Int(end.destination)].append(Column(property: end.inverseProperty, end: k))
                 }

@@ -220,8 +220,6 @@ extension FileStore {
                 s.tables[entity, default: Table()].rows.reserveKeys(below: maxKey + 1)
             }
             let appended = s.image
-            // Whatever happens below, the lists never keep changes half noted.
-            defer { s.derived.applyPending() }
             try appended.withBytes { buf throws(FileStoreError) in
                 // Rows of one entity come together: take its table out of the dictionary once
                 // per run, and index the values the transaction carries instead of decoding
