@@ -37,7 +37,7 @@ extension FetchFilter {
                 return all
             },
             accepts: { $0 is Root.Type },
-            rootName: String(describing: Root.self))
+            root: Root.self)
     }
 }
 

@@ -162,4 +162,37 @@ final class PEItem: NSManagedObject {
             #expect(r.store == expected && r.memory == expected && r.count == expected.count)
         }
     }
+
+    /// The condition an index answers is not tested again on the rows it gives; the other
+    /// conditions still are, and a NaN constant, which the index orders below every number,
+    /// is tested on each row (so `> NaN` matches nothing, as in memory).
+    @Test func conditionsAnsweredByAnIndexAreExact() throws {
+        let folder = try TemporaryFolder()
+        let (store, context) = try Self.context(folder)
+        defer { try? store.close() }
+        try context.performAndWait {
+            for i in 0..<60 {
+                let item = PEItem(context: context)
+                item.n = Int64(i % 6)
+                item.other = Int64(i)
+                item.indexedScore = i % 7 == 0 ? .nan : Double(i % 10)
+            }
+            try context.save()
+            let no = false
+            let notANumber = Double("nan") ?? 0  // not `.nan`: the compiler warns on comparing with it
+            func check(_ stored: Predicate<PEItem>, _ memory: Predicate<PEItem>, expectEmpty: Bool = false) throws {
+                let r = try Self.both(context, stored, memory)
+                #expect(r.store == r.memory && r.count == r.memory.count)
+                #expect(r.memory.isEmpty == expectEmpty)
+            }
+            try check(#Predicate { $0.n == 3 }, #Predicate { $0.n == 3 || no })
+            try check(#Predicate { $0.n == 3 && $0.other > 20 }, #Predicate { ($0.n == 3 && $0.other > 20) || no })
+            try check(#Predicate { $0.other > 20 && $0.n == 3 }, #Predicate { ($0.other > 20 && $0.n == 3) || no })
+            try check(#Predicate { $0.n >= 4 && $0.indexedScore < 5 }, #Predicate { ($0.n >= 4 && $0.indexedScore < 5) || no })
+            try check(#Predicate { $0.indexedScore > notANumber }, #Predicate { $0.indexedScore > notANumber || no }, expectEmpty: true)
+            try check(#Predicate { $0.indexedScore <= notANumber }, #Predicate { $0.indexedScore <= notANumber || no }, expectEmpty: true)
+            try check(#Predicate { $0.indexedScore == notANumber }, #Predicate { $0.indexedScore == notANumber || no }, expectEmpty: true)
+            try check(#Predicate { $0.n == 2 && $0.n == 3 }, #Predicate { ($0.n == 2 && $0.n == 3) || no }, expectEmpty: true)
+        }
+    }
 }

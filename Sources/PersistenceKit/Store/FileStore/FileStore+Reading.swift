@@ -84,9 +84,14 @@ extension FileStore {
         _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {
         try prepare(&s)
-        let keys = try candidateKeys(entity: entity, filter: filter, in: &s)
+        let candidates = try candidateKeys(entity: entity, filter: filter, in: &s)
         guard let rows = s.tables[entity]?.rows else { return }
-        let matcher = RowMatcher(filter)
+        // The condition the index answered is not checked again on each row it gave
+        // (measured: a tenth of 100 indexed equality fetches of 100 rows each).
+        var remaining = filter
+        if let answered = candidates?.answered { remaining?.conditions.remove(at: answered) }
+        let matcher = RowMatcher(remaining)
+        let keys = candidates?.keys
         try s.image.withBytes { buf throws(FileStoreError) in
             // One reader, moved from row to row: a reader per row copied the path string
             // (a retain and a release per row and condition). It is passed inout, never
@@ -149,11 +154,21 @@ extension FileStore {
     }
 
     /// The primary keys to examine, in ascending order, from an index when a condition can
-    /// use one; nil when every row of the entity must be examined.
-    private func candidateKeys(entity: Int32, filter: StoreFilter?, in s: inout State) throws(FileStoreError) -> [Int64]? {
-        guard var table = s.tables[entity] else { return [] }
+    /// use one; nil when every row of the entity must be examined. `answered` is the
+    /// position in `filter` of the condition the index used when every row it gave holds
+    /// it, so that the rows need not be tested for it again.
+    ///
+    /// An index gives exactly the rows that hold its condition: it keys and orders values
+    /// as ``StoreFilter/Condition/matches(value:)`` compares them, and holds no NaN. Only a
+    /// NaN constant differs (it sorts below every number in the index, and a condition with
+    /// it holds for no row), so that condition is tested on the rows as well.
+    private func candidateKeys(
+        entity: Int32, filter: StoreFilter?, in s: inout State
+    ) throws(FileStoreError) -> (keys: [Int64], answered: Int?)? {
+        guard var table = s.tables[entity] else { return ([], nil) }
         if let filter, let columns = indexedColumns[entity] {
-            for condition in filter.conditions where columns.contains(condition.property) && condition.op != .notEqual {
+            for (position, condition) in filter.conditions.enumerated()
+            where columns.contains(condition.property) && condition.op != .notEqual {
                 s.tables[entity] = nil
                 defer { s.tables[entity] = table }
                 if !table.indexesReady {
@@ -174,7 +189,7 @@ extension FileStore {
                     table.indexesReady = true
                 }
                 if let keys = table.indexes[condition.property].keys(matching: condition) {
-                    return keys.sorted()
+                    return (keys.sorted(), condition.value.isNaN ? nil : position)
                 }
             }
         }
