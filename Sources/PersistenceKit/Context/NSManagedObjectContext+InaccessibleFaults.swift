@@ -29,6 +29,7 @@ extension NSManagedObjectContext {
 
     /// Makes a fault whose row is gone a deleted object with empty values.
     func turnIntoInaccessibleDeletion(_ o: NSManagedObject) {
+        o.forgetToManyEdits()
         o.storedSnapshot = nil
         o.storedValues = []
         o.storedSlots = ContiguousArray(
@@ -88,6 +89,7 @@ extension NSManagedObjectContext {
                     let stored = Set(rows)
                     targets = targets.filter { t in !(gone.contains(t) && t.rowID.map(stored.contains) == true) }
                     o.storedSlots[i] = .toMany(targets)
+                    o.forgetToManyEdits()
                 default:
                     break
                 }

@@ -173,8 +173,10 @@ extension NSManagedObjectContext {
                 case var (.toMany, .toMany(targets)) where !targets.isDisjoint(with: gone):
                     targets.subtract(gone)
                     o.storedSlots[i] = .toMany(targets)
+                    o.forgetToManyEdits()
                 case let (.toMany, .unresolvedToMany(rows)) where rows.contains(where: goneRows.contains):
                     o.storedSlots[i] = .unresolvedToMany(rows.filter { !goneRows.contains($0) })
+                    o.forgetToManyEdits()
                 default:
                     break
                 }

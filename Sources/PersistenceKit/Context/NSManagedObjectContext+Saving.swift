@@ -156,7 +156,17 @@ extension NSManagedObjectContext {
         for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
             switch o.slots[i] {
             case let .toOne(t?): check(t, i)
-            case let .toMany(set): for t in set { check(t, i) }
+            case let .toMany(set):
+                // Only the targets added since the snapshot, when that is known to suffice.
+                if let added = o.toManyTargetsToCheck(at: i, relationship: o.relationship(at: i)) {
+                    for t in added { check(t, i) }
+                    assert(
+                        set.allSatisfy { $0.isOwned(by: self) || added.contains($0) },
+                        "PersistenceKit internal error: a target of \(o.objectID).\(o.entity.properties[i].name) left the "
+                            + "context without the tracked to-many edits noticing")
+                } else {
+                    for t in set { check(t, i) }
+                }
             default: continue
             }
         }
@@ -401,6 +411,7 @@ extension NSManagedObjectContext {
                 o.install(row)
             } else {
                 o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
+                if o.moreFlags.contains(.toManyEditsTracked) { o.forgetToManyEdits() }
                 o.storedSnapshot = row
                 // The store keeps each link as its owning end has it: where this object's
                 // other end said otherwise (two ends read at different times), the object
@@ -411,6 +422,9 @@ extension NSManagedObjectContext {
                     for (i, kind) in o.entity.slotKinds.enumerated() where kind == .toOne || kind == .toMany {
                         if sent.value(at: i) != row.value(at: i) { o.slots[i] = o.decode(row)[i] }
                     }
+                } else {
+                    // The row holds the values as they are: the next save can start from it.
+                    o.startTrackingToManyEdits()
                 }
             }
         }

@@ -63,6 +63,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var temporaries = ObjectRegistry()
     @exclusivity(unchecked) var updatedSet: Set<NSManagedObject> = []
     @exclusivity(unchecked) var deletedSet: Set<NSManagedObject> = []
+    /// The to-many edits of objects since their snapshots, by object (see
+    /// `NSManagedObject+ToManyEdits.swift`); an entry lives while its object's
+    /// `toManyEditsRecorded` bit is set.
+    @exclusivity(unchecked) var toManyEdits: [ObjectIdentifier: ToManyEdits] = [:]
     /// Faults that found no row when fired and became deleted objects with empty values
     /// (see `shouldDeleteInaccessibleFaults`); the next save or reset discards them, and a
     /// rollback (or `insert(_:)` of one) turns them back into faults.

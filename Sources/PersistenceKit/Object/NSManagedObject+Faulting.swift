@@ -93,6 +93,7 @@ extension NSManagedObject {
     /// Makes a fault forget the row it holds: it loads its values from the store when fired.
     func dropRow() {
         assert(flags.contains(.fault), "PersistenceKit internal error: dropRow on \(objectID), which is not a fault")
+        if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
         storedSnapshot = nil
         storedSlots = []
         storedValues = []
@@ -102,6 +103,7 @@ extension NSManagedObject {
     /// Replaces the object's values and snapshot with a store row. The values stay in the
     /// snapshot until something needs them elsewhere (see ``ValueStorage``).
     func install(_ row: StoreRow) {
+        if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
         storedSnapshot = row
         // Emptied only when not empty already: each assignment retained the new empty
         // array and released the old one (a fetch installs a row in every new object).
@@ -127,6 +129,7 @@ extension NSManagedObject {
                 preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
             }
             storedSlots = decode(row)
+            startTrackingToManyEdits()  // the slots are the snapshot's values
         }
         valueStorage = .slots
     }
@@ -244,7 +247,15 @@ extension NSManagedObject {
         switch storedSlots[i] {
         case let .value(v): return v
         case let .toOne(o): return o.flatMap(rowFor).map(StoreValue.reference) ?? .null
-        case let .toMany(set): return .references(Self.sortedRows(of: set, rowFor: rowFor))
+        case let .toMany(set):
+            if let rows = patchedToManyRows(at: i, rowFor: rowFor) {
+                assert(
+                    rows == Self.sortedRows(of: set, rowFor: rowFor),
+                    "PersistenceKit internal error: the tracked to-many edits of \(objectID).\(entity.properties[i].name) "
+                        + "do not give its targets")
+                return .references(rows)
+            }
+            return .references(Self.sortedRows(of: set, rowFor: rowFor))
         case let .unresolvedToOne(r): return r.map(StoreValue.reference) ?? .null
         case let .unresolvedToMany(rs): return .references(rs)
         }

@@ -20,7 +20,7 @@ extension NSManagedObject {
         case let .toOne(o): return o
         case let .unresolvedToOne(row):
             let target = row.flatMap { resolve($0, relationship: relationship(at: i)) }
-            slots[i] = .toOne(target)
+            storedSlots[i] = .toOne(target)  // the same link as an object: to-many edits stay tracked
             return target
         default:
             preconditionFailure("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-one relationship.")
@@ -43,7 +43,10 @@ extension NSManagedObject {
         case let .unresolvedToMany(rows):
             let r = relationship(at: i)
             let set = Set(rows.compactMap { resolve($0, relationship: r) })
-            slots[i] = .toMany(set)
+            // The same targets as objects: the tracked to-many edits still describe them,
+            // unless a row did not resolve.
+            storedSlots[i] = .toMany(set)
+            if set.count != rows.count { forgetToManyEdits() }
             return set
         default:
             preconditionFailure("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-many relationship.")
@@ -66,24 +69,31 @@ extension NSManagedObject {
 
     // MARK: One side only
 
+    // These write `storedSlots` (loaded by `resolved…`/`loadSlots`), not `slots`, whose
+    // writes end the tracking of to-many edits: a to-one changes no to-many, and the
+    // to-many changes are recorded (NSManagedObject+ToManyEdits.swift).
+
     func primitiveSetToOne(_ target: NSManagedObject?, at i: Int) {
-        slots[i] = .toOne(target)
+        loadSlots()
+        storedSlots[i] = .toOne(target)
         markChanged()
     }
 
     func primitiveInsert(_ target: NSManagedObject, toManyAt i: Int) {
         var set = resolvedToMany(at: i)
-        slots[i] = .toMany([])  // drop the slot's reference so the insert does not copy the set
-        set.insert(target)
-        slots[i] = .toMany(set)
+        storedSlots[i] = .toMany([])  // drop the slot's reference so the insert does not copy the set
+        let isNew = set.insert(target).inserted
+        storedSlots[i] = .toMany(set)
+        if isNew { recordToManyEdit(target, at: i, added: true) }
         markChanged()
     }
 
     func primitiveRemove(_ target: NSManagedObject, toManyAt i: Int) {
         var set = resolvedToMany(at: i)
-        slots[i] = .toMany([])
-        set.remove(target)
-        slots[i] = .toMany(set)
+        storedSlots[i] = .toMany([])
+        let wasThere = set.remove(target) != nil
+        storedSlots[i] = .toMany(set)
+        if wasThere { recordToManyEdit(target, at: i, added: false) }
         markChanged()
     }
 

@@ -44,6 +44,27 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         static let insertAnnounced = Flags(rawValue: 1 << 7)
     }
 
+    /// State bits beside ``Flags`` (which is full).
+    struct MoreFlags: OptionSet {
+        let rawValue: UInt8
+        /// `awakeFromInsert()` ran: Core Data calls it once in an object's life, so an
+        /// object deleted before a save and inserted again does not get it a second time.
+        static let awokenFromInsert = MoreFlags(rawValue: 1 << 0)
+        /// The to-many slots hold the snapshot's lists, changed only by the edits the
+        /// context records for the object (none while `toManyEditsRecorded` is clear). See
+        /// `NSManagedObject+ToManyEdits.swift`.
+        static let toManyEditsTracked = MoreFlags(rawValue: 1 << 1)
+        /// The context holds an entry of to-many edits for the object. Only set with
+        /// `toManyEditsTracked`.
+        static let toManyEditsRecorded = MoreFlags(rawValue: 1 << 2)
+    }
+
+    /// Whether `awakeFromInsert()` ran (see ``MoreFlags/awokenFromInsert``).
+    final var hasAwokenFromInsert: Bool {
+        get { moreFlags.contains(.awokenFromInsert) }
+        set { if newValue { moreFlags.insert(.awokenFromInsert) } else { moreFlags.remove(.awokenFromInsert) } }
+    }
+
     /// The object's entity.
     public let entity: NSEntityDescription
 
@@ -115,13 +136,12 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // before the next 8-byte boundary. Declared where they are used, each took 8 bytes with
     // its padding, and every object was 32 bytes larger (an eighth of an object; the memory
     // of new objects, in page faults, was a fifth of inserting 100,000 of them). Keep them
-    // here. (`Flags`, `ValueStorage` and `hasAwokenFromInsert` are one byte each.)
+    // here. (`Flags`, `ValueStorage` and `MoreFlags` are one byte each.)
     @exclusivity(unchecked) final var flags: Flags = []
     @exclusivity(unchecked) final var valueStorage: ValueStorage = .slots
-    /// Whether `awakeFromInsert()` ran: Core Data calls it once in an object's life, so an
-    /// object deleted before a save and inserted again does not get it a second time.
-    /// (One byte, in the gap before `storedInsertionIndex`: the object did not grow.)
-    @exclusivity(unchecked) final var hasAwokenFromInsert = false
+    /// Bits that did not fit in `flags`. (One byte, in the gap before
+    /// `storedInsertionIndex`: the object did not grow.)
+    @exclusivity(unchecked) final var moreFlags: MoreFlags = []
     @exclusivity(unchecked) private final var storedInsertionIndex: Int32 = -1
     /// The ID made from `storedKey`, once asked for.
     @exclusivity(unchecked) private final var storedObjectID: NSManagedObjectID?
@@ -141,6 +161,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         // (measured when that reference was weak: the load and its retain were a tenth of
         // registering a fetched row).
         set {
+            // The edits live in the old context (and are relative to its snapshot).
+            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
             storedContext = newValue
             contextQueue = newValue?.queue
         }
@@ -161,6 +183,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     // which reads no object's context), and an object that `ObjectRegistry.insert` displaces
     // must be invalidated or refused. Debug builds check the invariant on each read (ContextLinkTests).
     @exclusivity(unchecked) private final unowned(unsafe) var storedContext: NSManagedObjectContext?
+
+    /// The owning context, for bookkeeping that must not go through the accessor's debug
+    /// check (see `NSManagedObject+ToManyEdits.swift`).
+    @inline(__always)
+    final var owningContext: NSManagedObjectContext? { storedContext }
 
     /// Whether `context` owns the object — `managedObjectContext === context` without taking
     /// a reference to the context (for checks over many objects).
@@ -197,11 +224,15 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
             loadSlots()
             yield storedSlots
         }
+        // A write through `slots` may change a to-many, so it ends the tracking of to-many
+        // edits (see `MoreFlags.toManyEditsTracked`); the tracked edits write `storedSlots`.
         _modify {
             loadSlots()
+            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
             yield &storedSlots
         }
         set {
+            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
             valueStorage = .slots
             storedValues = []
             storedSlots = newValue
@@ -246,6 +277,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         _read { yield storedSnapshot }
         set {
             if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
+            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }  // they are relative to the snapshot
             storedSnapshot = newValue
         }
     }
