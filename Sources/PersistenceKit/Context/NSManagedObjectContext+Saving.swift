@@ -158,7 +158,7 @@ extension NSManagedObjectContext {
             case let .toOne(t?): check(t, i)
             case let .toMany(set):
                 // Only the targets added since the snapshot, when that is known to suffice.
-                if let added = o.toManyTargetsToCheck(at: i, relationship: o.relationship(at: i)) {
+                if let added = o.toManyTargetsToCheck(at: i) {
                     for t in added { check(t, i) }
                     assert(
                         set.allSatisfy { $0.isOwned(by: self) || added.contains($0) },

@@ -67,6 +67,18 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// `NSManagedObject+ToManyEdits.swift`); an entry lives while its object's
     /// `toManyEditsRecorded` bit is set.
     @exclusivity(unchecked) var toManyEdits: [ObjectIdentifier: ToManyEdits] = [:]
+    /// How many objects have left the context (deletion saved or merged, insert rolled
+    /// back, reset); a save trusts the to-many edits of an object to list every target that
+    /// must be checked only while this has not moved since its tracking started.
+    @exclusivity(unchecked) var departures: UInt32 = 0
+    /// Set when `departures` would wrap: from then on every save checks every target.
+    @exclusivity(unchecked) var departuresOverflowed = false
+
+    /// Counts an object leaving the context (see `departures`).
+    @inline(__always)
+    func noteDeparture() {
+        if departures == .max { departuresOverflowed = true } else { departures += 1 }
+    }
     /// Faults that found no row when fired and became deleted objects with empty values
     /// (see `shouldDeleteInaccessibleFaults`); the next save or reset discards them, and a
     /// rollback (or `insert(_:)` of one) turns them back into faults.

@@ -248,7 +248,7 @@ extension NSManagedObject {
         case let .value(v): return v
         case let .toOne(o): return o.flatMap(rowFor).map(StoreValue.reference) ?? .null
         case let .toMany(set):
-            if let rows = patchedToManyRows(at: i, rowFor: rowFor) {
+            if let rows = patchedToManyRows(at: i, count: set.count, rowFor: rowFor) {
                 assert(
                     rows == Self.sortedRows(of: set, rowFor: rowFor),
                     "PersistenceKit internal error: the tracked to-many edits of \(objectID).\(entity.properties[i].name) "

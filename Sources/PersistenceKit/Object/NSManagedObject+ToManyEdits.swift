@@ -41,11 +41,14 @@ struct ToManyEdits {
 }
 
 extension NSManagedObject {
-    /// Starts tracking: the to-many slots equal the snapshot's lists from now on.
+    /// Starts tracking: the to-many slots equal the snapshot's lists from now on. Only in a
+    /// context, which keeps the edits.
     @inline(__always)
     func startTrackingToManyEdits() {
         if moreFlags.contains(.toManyEditsRecorded) { forgetToManyEdits() }
+        guard let context = owningContext else { return }
         moreFlags.insert(.toManyEditsTracked)
+        toManyTrackingEpoch = context.departures
     }
 
     /// Ends tracking and drops the recorded edits: the slots or the snapshot changed in a
@@ -80,11 +83,18 @@ extension NSManagedObject {
         return (base, owningContext?.toManyEdits[ObjectIdentifier(self)]?.slots[i] ?? ToManyEdits.Slot())
     }
 
-    /// To-many slot `i` as the sorted rows a store keeps, from the snapshot's list and the
-    /// edits; nil when they do not tell it. `rowFor` as in `encodedValue(at:rowFor:)`.
-    func patchedToManyRows(at i: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> [StoreRowID]? {
+    /// To-many slot `i`, which holds `count` targets, as the sorted rows a store keeps, from
+    /// the snapshot's list and the edits; nil when they do not tell it. `rowFor` as in
+    /// `encodedValue(at:rowFor:)`.
+    ///
+    /// A list of another length than the set means a target the lists do not know: one
+    /// that had no row when the snapshot was taken (an object a validation hook inserted
+    /// during a save, left for the next one, whose row the tracking started after that save
+    /// did not list — found in review: the next save wrote the list without it). Then the
+    /// set is encoded in full.
+    func patchedToManyRows(at i: Int, count: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> [StoreRowID]? {
         guard let (base, edits) = trackedToMany(at: i), base.isSortedUnique else { return nil }
-        if edits.added.isEmpty && edits.removed.isEmpty { return base }
+        if edits.added.isEmpty && edits.removed.isEmpty { return base.count == count ? base : nil }
         var removes: [StoreRowID] = []
         removes.reserveCapacity(edits.removed.count)
         for o in edits.removed {
@@ -95,19 +105,22 @@ extension NSManagedObject {
         let adds = edits.added.compactMap(rowFor)
         var rows = base
         rows.apply(adding: adds, removing: removes)
-        return rows
+        return rows.count == count ? rows : nil
     }
 
     /// The targets of to-many slot `i` that a save must check are still in the context:
-    /// those added since the snapshot, when the slot is tracked; nil when every target must
-    /// be checked.
+    /// those added since the snapshot, when the slot is tracked and no object has left the
+    /// context since the tracking started; nil when every target must be checked.
     ///
-    /// The snapshot's targets were in the context when it was taken, and only a saved
-    /// deletion takes a target out while it stays in the set — which the inverse's delete
-    /// rule prevents unless it is "no action" (nullify takes the target out of the set
-    /// through the tracked primitives; cascade deletes this object; deny refuses).
-    func toManyTargetsToCheck(at i: Int, relationship r: NSRelationshipDescription) -> Set<NSManagedObject>? {
-        guard let inverse = r.inverseRelationship, inverse.deleteRule != .noAction,
+    /// The snapshot's targets were in the context when it was taken, so only one that left
+    /// the context since can be dangling. The inverse's delete rule usually takes a deleted
+    /// target out of the set, but not always: not with "no action", and not when this
+    /// context's copy of the target no longer points here (another context moved it, and
+    /// this one refreshed it) or the deletion was merged in while this object was unchanged
+    /// (found in review: both left a deleted target in a tracked set, unchecked). So any
+    /// departure since the tracking started means a full check.
+    func toManyTargetsToCheck(at i: Int) -> Set<NSManagedObject>? {
+        guard let context = owningContext, !context.departuresOverflowed, toManyTrackingEpoch == context.departures,
             let (_, edits) = trackedToMany(at: i)
         else { return nil }
         return edits.added

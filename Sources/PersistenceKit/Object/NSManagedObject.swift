@@ -163,6 +163,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         set {
             // The edits live in the old context (and are relative to its snapshot).
             if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+            if let old = storedContext, old !== newValue { old.noteDeparture() }
             storedContext = newValue
             contextQueue = newValue?.queue
         }
@@ -293,12 +294,20 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     @exclusivity(unchecked) final var pendingRow: StoreRowID?
     /// For probe objects: the last attribute slot read.
     final var probedSlot: Int? {
-        get { storedProbedSlot < 0 ? nil : Int(storedProbedSlot) }
-        set { storedProbedSlot = Int32(newValue ?? -1) }
+        get { storedProbedSlotOrEpoch < 0 ? nil : Int(storedProbedSlotOrEpoch) }
+        set { storedProbedSlotOrEpoch = Int32(newValue ?? -1) }
     }
-    /// `probedSlot`, -1 for none: 4 bytes in the tail of `pendingRow`'s optional, where an
-    /// `Int?` took 16.
-    @exclusivity(unchecked) private final var storedProbedSlot: Int32 = -1
+    /// For objects in a context: the context's count of departed objects when the tracking
+    /// of to-many edits started (see `NSManagedObject+ToManyEdits.swift`).
+    final var toManyTrackingEpoch: UInt32 {
+        get { UInt32(bitPattern: storedProbedSlotOrEpoch) }
+        set { storedProbedSlotOrEpoch = Int32(bitPattern: newValue) }
+    }
+    /// Two uses, one per kind of object: a probe's `probedSlot` (-1 for none), any other
+    /// object's `toManyTrackingEpoch`. A probe never has a context, so it never tracks
+    /// to-many edits. 4 bytes in the tail of `pendingRow`'s optional, where an `Int?` took
+    /// 16; a separate field made every object 16 bytes larger (measured: 216 → 232 bytes).
+    @exclusivity(unchecked) private final var storedProbedSlotOrEpoch: Int32 = -1
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).
