@@ -161,9 +161,19 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         // (measured when that reference was weak: the load and its retain were a tenth of
         // registering a fetched row).
         set {
-            // The edits live in the old context (and are relative to its snapshot).
-            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
-            if let old = storedContext, old !== newValue { old.noteDeparture() }
+            if newValue == nil {
+                // Leaving the context. Its edits live in the context (and are relative to
+                // the snapshot), and the context counts departures (see `departures`).
+                if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+                storedContext?.noteDeparture()
+            } else {
+                // Joining one (objects never move between contexts directly). Nothing
+                // opaque is called on this path: a call here made the compiler retain the
+                // new context around it, on every insert and every fetched row, and a
+                // context has a side table, so each retain is the runtime's slow path
+                // (measured: +2.2% instructions for inserting and saving 100,000 objects).
+                assert(!moreFlags.contains(.toManyEditsTracked), "PersistenceKit internal error: \(objectID) joins a context with tracked to-many edits")
+            }
             storedContext = newValue
             contextQueue = newValue?.queue
         }
