@@ -42,6 +42,36 @@ final class LTNode: NSManagedObject {
         #expect(first == nil, "objects of a released context must be freed")
     }
 
+    /// Freeing a context skips invalidating the fetched objects nothing else holds (they go
+    /// with it); one a caller kept, and one whose values were loaded into slots, are still
+    /// invalidated, so that neither keeps a link to the freed context.
+    @Test func fetchedObjectsAreFreedOrInvalidatedWithTheirContext() throws {
+        let container = try Self.container()
+        let writer = container.newBackgroundContext()
+        try writer.performAndWait {
+            for i in 0..<20 { LTNode(context: writer).value = Int64(i) }
+            try writer.save()
+        }
+        weak var unheld: LTNode?
+        var kept: LTNode?
+        var loaded: LTNode?
+        do {
+            let context = container.newBackgroundContext()
+            try context.performAndWait {
+                let nodes = try context.fetch(LTNode.fetchRequest()).sorted { $0.value < $1.value }
+                #expect(nodes.allSatisfy { $0.valueStorage != .slots })
+                unheld = nodes[0]
+                kept = nodes[1]
+                _ = nodes[2].next  // a relationship read loads the values into slots
+                #expect(nodes[2].valueStorage == .slots)
+                loaded = nodes[2]
+            }
+        }
+        #expect(unheld == nil)
+        #expect(kept?.flags.contains(.invalidated) == true)
+        #expect(loaded?.flags.contains(.invalidated) == true)
+    }
+
     @Test func anObjectKeptAfterItsContextIsGoneTraps() async {
         await #expect(processExitsWith: .failure) {
             let container = try ContextLifetimeTests.container()

@@ -280,6 +280,7 @@ extension NSManagedObjectContext {
             // be read (observers of the change often do); it just has no context.
             object.flags = []
             object.managedObjectContext = nil
+            noteDeparture()
         }
     }
 }

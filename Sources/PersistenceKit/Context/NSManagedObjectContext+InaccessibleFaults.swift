@@ -66,6 +66,7 @@ extension NSManagedObjectContext {
         }
         unlinkDiscarded(discarded)
         for o in discarded { o.invalidate() }
+        if !discarded.isEmpty { noteDeparture() }
     }
 
     /// Lets go of discarded inaccessible objects where another object's relationship holds

@@ -144,6 +144,7 @@ extension NSManagedObjectContext {
         // wrote a reference to the deleted row.)
         if !deleted.isEmpty { unlinkFromChangedObjects(deleted) }
         for o in deleted { o.invalidate() }
+        if !deleted.isEmpty { noteDeparture() }
         if inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty { return }
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }

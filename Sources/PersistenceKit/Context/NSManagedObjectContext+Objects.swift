@@ -191,7 +191,10 @@ extension NSManagedObjectContext {
     }
 
     @inline(never)
-    private func invalidateStale(_ object: NSManagedObject) { object.invalidate() }
+    private func invalidateStale(_ object: NSManagedObject) {
+        object.invalidate()
+        noteDeparture()
+    }
 
     /// The registered object for a store row, or a new fault for it.
     func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {

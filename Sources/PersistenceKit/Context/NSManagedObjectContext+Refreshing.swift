@@ -97,6 +97,7 @@ extension NSManagedObjectContext {
             unregister(o)
             o.invalidate()
         }
+        if !inserted.isEmpty { noteDeparture() }
         // Not the discarded inserts: a pending delete of one is in `deletedSet` too. (Found in
         // review: it was reported refreshed and turned into a fault after being invalidated.)
         for o in updatedSet.union(deletedSet).subtracting(inserted) {
@@ -126,6 +127,7 @@ extension NSManagedObjectContext {
         let ids = registeredByID.values.map(\.objectID) + inserted.map(\.objectID)
         for o in registeredByID.values { o.invalidate() }
         for o in inserted { o.invalidate() }
+        noteDeparture()
         registeredByID = ObjectRegistry()
         temporaries = ObjectRegistry()
         insertions.removeAll()

@@ -497,6 +497,7 @@ extension NSManagedObjectContext {
             registeredByID.remove(o)
             o.invalidate()
         }
+        if !deleted.isEmpty { noteDeparture() }
 
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }

@@ -67,14 +67,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// `NSManagedObject+ToManyEdits.swift`); an entry lives while its object's
     /// `toManyEditsRecorded` bit is set.
     @exclusivity(unchecked) var toManyEdits: [ObjectIdentifier: ToManyEdits] = [:]
-    /// How many objects have left the context (deletion saved or merged, insert rolled
-    /// back, reset); a save trusts the to-many edits of an object to list every target that
-    /// must be checked only while this has not moved since its tracking started.
+    /// How many times objects have left the context (deletions saved or merged, inserts
+    /// rolled back or deleted, a reset): each place that invalidates or detaches objects
+    /// counts once. A save trusts the to-many edits of an object to list every target that
+    /// must be checked only while this has not moved since its tracking started (debug
+    /// builds check that no other target left: a place that forgets to count trips it).
     @exclusivity(unchecked) var departures: UInt32 = 0
     /// Set when `departures` would wrap: from then on every save checks every target.
     @exclusivity(unchecked) var departuresOverflowed = false
 
-    /// Counts an object leaving the context (see `departures`).
+    /// Counts objects leaving the context (see `departures`).
     @inline(__always)
     func noteDeparture() {
         if departures == .max { departuresOverflowed = true } else { departures += 1 }
@@ -165,9 +167,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         // cannot recurse down a long chain of objects (a deep chain overflowed the stack).
         // No other thread can be using these objects: their context is gone, so any access
         // traps. Objects kept by callers become invalidated.
-        for o in registeredByID.values { o.invalidate() }
+        //
+        // An object that only the registry holds and that holds no other object (its values
+        // are not in slots: a fetched or saved object nobody touched since) is freed with
+        // the registry without being invalidated first: nothing can see it, and nothing is
+        // freed through it. (Measured: invalidating every object, through an array of them
+        // all, was a sixth of freeing a context that fetched 25,000 objects.)
+        registeredByID.removeAll(
+            visiting: { $0.invalidate() },
+            skippingUniquelyHeld: { $0.valueStorage != .slots || $0.storedSlots.isEmpty })
         for o in insertions.objects { o.invalidate() }
-        registeredByID = ObjectRegistry()
         temporaries = ObjectRegistry()
         coordinatorBox.withLock { $0 }?.removeMergeObserver(self)
         let streams = didSaveStreams.withLock { s in s }

@@ -225,4 +225,18 @@ struct ObjectRegistry {
         return result
     }
 
+    /// Empties the registry, first calling `body` with each object, in place — except an
+    /// object the registry alone holds and `canSkip` allows, which is freed unseen.
+    mutating func removeAll(
+        visiting body: (NSManagedObject) -> Void, skippingUniquelyHeld canSkip: (NSManagedObject) -> Bool
+    ) {
+        buckets.withUnsafeMutableBufferPointer { buckets in
+            for i in buckets.indices where buckets[i].object != nil {
+                if isKnownUniquelyReferenced(&buckets[i].object), canSkip(buckets[i].object!) { continue }
+                body(buckets[i].object!)
+            }
+        }
+        self = ObjectRegistry()
+    }
+
 }

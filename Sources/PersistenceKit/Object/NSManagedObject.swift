@@ -162,10 +162,12 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         // registering a fetched row).
         set {
             if newValue == nil {
-                // Leaving the context. Its edits live in the context (and are relative to
-                // the snapshot), and the context counts departures (see `departures`).
+                // Leaving the context, where its edits live (relative to the snapshot). The
+                // context counts departures itself, per batch (see `departures`): counted
+                // here, each object retained its context on the way out, a slow-path
+                // retain (a context has a side table) for every object a context's deinit
+                // lets go of (measured: +13% instructions freeing a context of 25,000).
                 if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
-                storedContext?.noteDeparture()
             } else {
                 // Joining one (objects never move between contexts directly). Nothing
                 // opaque is called on this path: a call here made the compiler retain the
