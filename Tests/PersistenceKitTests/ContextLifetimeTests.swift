@@ -72,6 +72,34 @@ final class LTNode: NSManagedObject {
         #expect(loaded?.flags.contains(.invalidated) == true)
     }
 
+    /// A subclass's deinit, run while a context is freed, sees its object without a context;
+    /// one it keeps alive (through a weak reference) is invalidated (found in review: such
+    /// objects kept a link to the freed context, and touching it crashed).
+    @Test func objectsFreedWithTheirContextHaveNoLinkToItInDeinit() throws {
+        let container = try Self.container([LTWatched.self])
+        let writer = container.newBackgroundContext()
+        try writer.performAndWait {
+            for i in 0..<20 { LTWatched(context: writer).value = Int64(i) }
+            try writer.save()
+        }
+        let watch = LTWatched.Watch()
+        do {
+            let context = container.newBackgroundContext()
+            try context.performAndWait {
+                let objects = try context.fetch(LTWatched.fetchRequest())
+                for o in objects { o.watch = watch }
+                watch.state.withLock { $0.weak = objects.map(LTWatched.Weak.init) }
+            }
+        }
+        let (seen, rescued) = watch.state.withLock { ($0.contextSeenInDeinit, $0.rescued) }
+        #expect(seen.count + rescued.count == 20 && !seen.isEmpty)
+        #expect(!seen.contains(true))
+        #expect(!rescued.isEmpty)
+        #expect(rescued.allSatisfy { $0.flags.contains(.invalidated) && $0.owningContext == nil })
+        for o in rescued { o.watch = nil }  // they hold the watch that holds them
+        watch.state.withLock { $0.rescued = [] }
+    }
+
     @Test func anObjectKeptAfterItsContextIsGoneTraps() async {
         await #expect(processExitsWith: .failure) {
             let container = try ContextLifetimeTests.container()
@@ -81,6 +109,38 @@ final class LTNode: NSManagedObject {
                 context.performAndWait { kept = LTNode(context: context) }
             }
             _ = kept?.value
+        }
+    }
+}
+
+/// Records from its deinit whether it still had a context; the first one freed keeps every
+/// other one still alive (user code in a deinit, through weak references).
+final class LTWatched: NSManagedObject {
+    @Attribute var value: Int64 = 0
+    /// Not a managed property.
+    var watch: Watch?
+
+    final class Weak {
+        weak var object: LTWatched?
+        init(_ object: LTWatched) { self.object = object }
+    }
+
+    final class Watch: Sendable {
+        struct State {
+            var weak: [Weak] = []
+            var contextSeenInDeinit: [Bool] = []
+            var rescued: [LTWatched] = []
+        }
+        let state = Lock(State())
+    }
+
+    deinit {
+        guard let watch else { return }
+        let hadContext = owningContext != nil
+        let others = watch.state.withLock { $0.rescued.isEmpty ? $0.weak.compactMap(\.object) : [] }
+        watch.state.withLock { state in
+            state.contextSeenInDeinit.append(hadContext)
+            state.rescued += others.filter { $0 !== self }
         }
     }
 }

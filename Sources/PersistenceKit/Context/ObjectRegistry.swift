@@ -225,15 +225,13 @@ struct ObjectRegistry {
         return result
     }
 
-    /// Empties the registry, first calling `body` with each object, in place — except an
-    /// object the registry alone holds and `canSkip` allows, which is freed unseen.
-    mutating func removeAll(
-        visiting body: (NSManagedObject) -> Void, skippingUniquelyHeld canSkip: (NSManagedObject) -> Bool
-    ) {
+    /// Empties the registry, first calling `body` with each object, in place, and whether
+    /// the registry alone held it then.
+    mutating func removeAll(_ body: (_ object: NSManagedObject, _ onlyHeldHere: Bool) -> Void) {
         buckets.withUnsafeMutableBufferPointer { buckets in
             for i in buckets.indices where buckets[i].object != nil {
-                if isKnownUniquelyReferenced(&buckets[i].object), canSkip(buckets[i].object!) { continue }
-                body(buckets[i].object!)
+                let onlyHeldHere = isKnownUniquelyReferenced(&buckets[i].object)
+                body(buckets[i].object!, onlyHeldHere)
             }
         }
         self = ObjectRegistry()
