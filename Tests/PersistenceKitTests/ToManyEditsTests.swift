@@ -180,16 +180,8 @@ import Testing
     func anObjectAValidationHookLinkedIsWrittenByTheNextSave(onFile: Bool) throws {
         let folder = try TemporaryFolder()
         let model = try NSManagedObjectModel(managedObjectClasses: [TMEBin.self, TMEItem.self])
-        let container: NSPersistentContainer
-        if onFile {
-            container = try FSSupport.container(at: folder.storeURL, model: model)
-        } else {
-            container = NSPersistentContainer(name: #function, managedObjectModel: model)
-            container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-            let box = ErrorBox()
-            container.loadPersistentStores { _, error in box.set(error) }
-            if let error = box.get() { throw error }
-        }
+        let container =
+            onFile ? try FSSupport.container(at: folder.storeURL, model: model) : try BITSupport.container(model: model)
         defer { try? FSSupport.close(container) }
         let context = container.newBackgroundContext()
         let binID = try context.performAndWait {
@@ -291,8 +283,7 @@ import Testing
     }
 }
 
-/// A to-many whose inverse's delete rule is "no action"; a bin can insert an item from its
-/// update validation.
+/// A bin that can insert an item from its update validation.
 final class TMEBin: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "bin", deleteRule: .nullifyDeleteRule) var items: Set<TMEItem>
@@ -310,5 +301,5 @@ final class TMEBin: NSManagedObject {
 }
 
 final class TMEItem: NSManagedObject {
-    @Relationship(inverse: "items", deleteRule: .noActionDeleteRule) var bin: TMEBin?
+    @Relationship(inverse: "items", deleteRule: .nullifyDeleteRule) var bin: TMEBin?
 }
