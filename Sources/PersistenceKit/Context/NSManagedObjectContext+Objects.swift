@@ -197,6 +197,21 @@ extension NSManagedObjectContext {
     }
 
     /// The registered object for a store row, or a new fault for it.
+    /// `object(forRow:entity:)` for each of `rows`, in order, asking for the store once: per
+    /// row, the coordinator's lock and the store's identifier were a third of turning a
+    /// shelf's 50,000 stored books into objects.
+    func objects(forRows rows: [StoreRowID], entity: NSEntityDescription) -> [NSManagedObject] {
+        guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
+            preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(rows.count) rows.")
+        }
+        let number = storeNumber(for: store.identifier)
+        registeredByID.reserveCapacity(registeredByID.count + rows.count)
+        return rows.map { row in
+            let key = ObjectKey(row: row, storeNumber: number)
+            return registeredByID[key, entity] ?? fault(for: key, entity: entity)
+        }
+    }
+
     func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {
         guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
             preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")

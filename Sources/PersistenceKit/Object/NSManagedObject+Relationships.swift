@@ -42,7 +42,12 @@ extension NSManagedObject {
         case let .toMany(s): return s
         case let .unresolvedToMany(rows):
             let r = relationship(at: i)
-            let set = Set(rows.compactMap { resolve($0, relationship: r) })
+            let set: Set<NSManagedObject>
+            if let context = managedObjectContext, let destination = r.destinationEntity {
+                set = Set(context.objects(forRows: rows, entity: destination))
+            } else {
+                set = []
+            }
             // The same targets as objects: the tracked to-many edits still describe them,
             // unless a row did not resolve.
             storedSlots[i] = .toMany(set)
