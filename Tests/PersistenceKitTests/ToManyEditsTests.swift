@@ -203,6 +203,38 @@ import Testing
         }
     }
 
+    /// A large stored to-many turns into objects together (registered in one batch): the
+    /// objects already registered are the ones it holds, and the new ones are registered.
+    @Test func aLargeStoredToManyResolvesToTheRegisteredObjects() throws {
+        let container = try Fixtures.container()
+        let writer = container.newBackgroundContext()
+        let count = ObjectRegistry.bulkThreshold + 100
+        let shelfID = try writer.performAndWait {
+            let shelf = Shelf(context: writer)
+            for i in 0..<count {
+                let book = Book(context: writer)
+                book.title = "b\(i)"
+                book.shelf = shelf
+            }
+            try writer.save()
+            return shelf.objectID
+        }
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let request = Book.fetchRequest()
+            request.predicate = #Predicate<Book> { $0.title == "b7" || $0.title == "b4000" }
+            let known = try context.fetch(request)
+            #expect(known.count == 2)
+            let shelf = try #require(try context.existingObject(with: shelfID) as? Shelf)
+            let books = shelf.books
+            #expect(books.count == count)
+            #expect(known.allSatisfy(books.contains))
+            #expect(Set(books.map(\.objectID)).count == count)
+            #expect(books.allSatisfy { context.registeredObject(for: $0.objectID) === $0 })
+            #expect(Set(books.map(\.title)).count == count)
+        }
+    }
+
     /// Random edits through the public API, saved in between, with merges from a second
     /// context: after every save, a fresh context reads back what the editing context holds.
     @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6, 7, 8])

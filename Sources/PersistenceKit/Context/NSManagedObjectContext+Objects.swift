@@ -205,11 +205,27 @@ extension NSManagedObjectContext {
             preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(rows.count) rows.")
         }
         let number = storeNumber(for: store.identifier)
-        registeredByID.reserveCapacity(registeredByID.count + rows.count)
-        return rows.map { row in
-            let key = ObjectKey(row: row, storeNumber: number)
-            return registeredByID[key, entity] ?? fault(for: key, entity: entity)
+        guard rows.count >= ObjectRegistry.bulkThreshold, rows.isSortedUnique else {
+            registeredByID.reserveCapacity(registeredByID.count + rows.count)
+            return rows.map { row in
+                let key = ObjectKey(row: row, storeNumber: number)
+                return registeredByID[key, entity] ?? fault(for: key, entity: entity)
+            }
         }
+        // Many: the new faults are registered together (see `ObjectRegistry.insert(contentsOf:)`);
+        // no two rows are alike, so none displaces another.
+        var new: [NSManagedObject] = []
+        let objects = rows.map { row in
+            let key = ObjectKey(row: row, storeNumber: number)
+            if let o = registeredByID[key, entity] { return o }
+            let o = makeFault(entity)
+            o.setObjectKey(key)
+            new.append(o)
+            return o
+        }
+        let replaced = registeredByID.insert(contentsOf: new)
+        assert(replaced.isEmpty, "PersistenceKit internal error: a fault replaced a registered object")
+        return objects
     }
 
     func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {
@@ -240,7 +256,7 @@ extension NSManagedObjectContext {
     }
 
     @inline(__always)
-    private func makeFault(_ entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
+    func makeFault(_ entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
         let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
         if let row {
             o.install(row)
