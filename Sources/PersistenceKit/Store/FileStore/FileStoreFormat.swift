@@ -267,6 +267,9 @@ enum FileStoreFormat {
 
     static func decodeValues(_ r: inout ByteReader) throws(FileStoreError) -> [StoreValue] {
         let n = Int(try r.u16())
+        // Not `Array(unsafeUninitializedCapacity:)`: its closure captures `r`, which then is
+        // boxed and checked for exclusivity on every read (measured: +10% instructions for
+        // 500 indexed fetches of 100 rows, against the growth path it would have saved).
         var result: [StoreValue] = []
         result.reserveCapacity(n)
         for _ in 0..<n { result.append(try decodeValue(&r)) }
