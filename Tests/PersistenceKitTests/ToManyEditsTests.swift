@@ -209,16 +209,7 @@ import Testing
         let container = try Fixtures.container()
         let writer = container.newBackgroundContext()
         let count = ObjectRegistry.bulkThreshold + 100
-        let shelfID = try writer.performAndWait {
-            let shelf = Shelf(context: writer)
-            for i in 0..<count {
-                let book = Book(context: writer)
-                book.title = "b\(i)"
-                book.shelf = shelf
-            }
-            try writer.save()
-            return shelf.objectID
-        }
+        let shelfID = try DerivedEndsTests.seedShelf(writer, books: count)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let request = Book.fetchRequest()

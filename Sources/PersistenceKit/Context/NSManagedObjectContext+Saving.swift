@@ -411,7 +411,7 @@ extension NSManagedObjectContext {
                 o.install(row)
             } else {
                 o.loadSlots()  // what `snapshot`'s setter does, inlined for the save of many objects
-                if o.moreFlags.contains(.toManyEditsTracked) { o.forgetToManyEdits() }
+                o.forgetToManyEdits()
                 o.storedSnapshot = row
                 // The store keeps each link as its owning end has it: where this object's
                 // other end said otherwise (two ends read at different times), the object

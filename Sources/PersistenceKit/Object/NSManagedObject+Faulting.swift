@@ -93,7 +93,7 @@ extension NSManagedObject {
     /// Makes a fault forget the row it holds: it loads its values from the store when fired.
     func dropRow() {
         assert(flags.contains(.fault), "PersistenceKit internal error: dropRow on \(objectID), which is not a fault")
-        if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+        forgetToManyEdits()
         storedSnapshot = nil
         storedSlots = []
         storedValues = []
@@ -103,7 +103,7 @@ extension NSManagedObject {
     /// Replaces the object's values and snapshot with a store row. The values stay in the
     /// snapshot until something needs them elsewhere (see ``ValueStorage``).
     func install(_ row: StoreRow) {
-        if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+        forgetToManyEdits()
         storedSnapshot = row
         // Emptied only when not empty already: each assignment retained the new empty
         // array and released the old one (a fetch installs a row in every new object).

@@ -45,16 +45,22 @@ extension NSManagedObject {
     /// context, which keeps the edits.
     @inline(__always)
     func startTrackingToManyEdits() {
-        if moreFlags.contains(.toManyEditsRecorded) { forgetToManyEdits() }
+        forgetToManyEdits()
         guard let context = owningContext else { return }
         moreFlags.insert(.toManyEditsTracked)
         toManyTrackingEpoch = context.departures
     }
 
     /// Ends tracking and drops the recorded edits: the slots or the snapshot changed in a
-    /// way the edits do not describe. The next save encodes the to-manys in full.
-    @inline(never)
+    /// way the edits do not describe. The next save encodes the to-manys in full. Cheap
+    /// when nothing is tracked (one bit test, inlined into the accessors that call it).
+    @inline(__always)
     func forgetToManyEdits() {
+        if moreFlags.contains(.toManyEditsTracked) { dropToManyEdits() }
+    }
+
+    @inline(never)
+    private func dropToManyEdits() {
         if moreFlags.contains(.toManyEditsRecorded) { owningContext?.toManyEdits[ObjectIdentifier(self)] = nil }
         moreFlags.remove([.toManyEditsTracked, .toManyEditsRecorded])
     }

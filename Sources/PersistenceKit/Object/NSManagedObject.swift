@@ -167,7 +167,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
                 // here, each object retained its context on the way out, a slow-path
                 // retain (a context has a side table) for every object a context's deinit
                 // lets go of (measured: +13% instructions freeing a context of 25,000).
-                if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+                forgetToManyEdits()
             } else {
                 // Joining one (objects never move between contexts directly). Nothing
                 // opaque is called on this path: a call here made the compiler retain the
@@ -253,11 +253,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         // edits (see `MoreFlags.toManyEditsTracked`); the tracked edits write `storedSlots`.
         _modify {
             loadSlots()
-            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+            forgetToManyEdits()
             yield &storedSlots
         }
         set {
-            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }
+            forgetToManyEdits()
             valueStorage = .slots
             storedValues = []
             storedSlots = newValue
@@ -302,7 +302,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         _read { yield storedSnapshot }
         set {
             if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
-            if moreFlags.contains(.toManyEditsTracked) { forgetToManyEdits() }  // they are relative to the snapshot
+            forgetToManyEdits()  // they are relative to the snapshot
             storedSnapshot = newValue
         }
     }
