@@ -177,6 +177,47 @@ final class FRTask: NSManagedObject {
         }
     }
 
+    /// An object another context changed, not merged here, sorts by its saved row, as the
+    /// store's ORDER BY would, so a limit takes the right page: with no predicate, with one
+    /// the store runs, and with one that runs in memory. The object keeps its older values
+    /// (Core Data returns registered objects as they are).
+    @Test(arguments: [false, true], [0, 1, 2]) func anUnmergedObjectSortsByItsSavedRow(file: Bool, predicate: Int) throws {
+        let folder = try TemporaryFolder()
+        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = Self.context(coordinator)
+        let b = Self.context(coordinator)
+        let firstID = try a.performAndWait {
+            let nodes = (0..<3).map { i in
+                let n = FRNode(context: a)
+                n.name = "n\(i)"
+                n.rank = Int64(i * 10)
+                return n
+            }
+            try a.save()
+            return nodes[0].objectID
+        }
+        try b.performAndWait { () throws in
+            try #require(try b.existingObject(with: firstID) as? FRNode).rank = 100
+            try b.save()
+        }
+        try a.performAndWait { () throws in
+            #expect(!a.hasChanges)
+            let request = FRNode.fetchRequest()
+            switch predicate {
+            case 1: request.predicate = #Predicate<FRNode> { $0.rank >= 0 }
+            case 2: request.predicate = #Predicate<FRNode> { $0.rank >= 0 || $0.name == "none" }
+            default: break
+            }
+            request.sortKeys = [SortKey("rank")]
+            #expect(try a.fetch(request).map(\.name) == ["n1", "n2", "n0"])
+            request.fetchLimit = 1
+            let first = try a.fetch(request)
+            #expect(first.map(\.name) == ["n1"])
+            let stale = try #require(a.registeredObject(for: firstID) as? FRNode)
+            #expect(stale.rank == 0)
+        }
+    }
+
     /// A relative URL is stored in its absolute form, so both paths, and both stores, find
     /// it by that form.
     @Test(arguments: [false, true]) func aRelativeURLIsFoundByItsAbsoluteForm(file: Bool) throws {

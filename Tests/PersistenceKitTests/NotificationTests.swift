@@ -435,6 +435,67 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         #expect(notes[0].ids[NSInvalidatedAllObjectsKey] == [saved])
     }
 
+    /// Core Data's refreshed set holds objects "refreshed but not dirtied in the scope of
+    /// this context": a merge, a refresh with merging and refreshAllObjects list an object
+    /// with unsaved changes under updated instead, and an unchanged one under refreshed.
+    @Test func objectsWithUnsavedChangesAreListedAsUpdatedNotRefreshed() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let other = container.newBackgroundContext()
+        let (changedID, plainID) = try context.performAndWait {
+            let changed = Book(context: context)
+            let plain = Book(context: context)
+            try context.save()
+            return (changed.objectID, plain.objectID)
+        }
+        let saved = TestMutex<Notification?>(nil)
+        let saveToken = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: other, queue: nil
+        ) { note in saved.withLock { $0 = note } }
+        defer { NotificationCenter.default.removeObserver(saveToken) }
+        try other.performAndWait { () throws in
+            for id in [changedID, plainID] { try #require(try other.existingObject(with: id) as? Book).pages = 9 }
+            try other.save()
+        }
+        let note = try #require(saved.withLock { $0 })
+        try context.performAndWait { () throws in
+            // Both registered and loaded; one changed here.
+            let changed = try #require(try context.existingObject(with: changedID) as? Book)
+            _ = try #require(try context.existingObject(with: plainID) as? Book).title
+            changed.title = "local"
+            context.processPendingChanges()
+        }
+        let log = NoteLog()
+        let tokens = observe([.NSManagedObjectContextObjectsDidChange], of: context, into: log)
+        defer { stopObserving(tokens) }
+        context.performAndWait { context.mergeChanges(fromContextDidSave: note) }
+        var notes = log.all
+        try #require(notes.count == 1)
+        #expect(notes[0].ids[NSRefreshedObjectsKey] == [plainID])
+        #expect(notes[0].ids[NSUpdatedObjectsKey] == [changedID])
+
+        log.clear()
+        try context.performAndWait { () throws in
+            let changed = try #require(context.registeredObject(for: changedID))
+            let plain = try #require(context.registeredObject(for: plainID))
+            context.refresh(changed, mergeChanges: true)
+            context.refresh(plain, mergeChanges: true)
+            context.refreshAllObjects()
+        }
+        notes = log.all
+        try #require(notes.count == 3)
+        #expect(notes[0].ids[NSUpdatedObjectsKey] == [changedID])
+        #expect(notes[0].ids[NSRefreshedObjectsKey] == nil)
+        #expect(notes[1].ids[NSRefreshedObjectsKey] == [plainID])
+        #expect(notes[1].ids[NSUpdatedObjectsKey] == nil)
+        #expect(notes[2].ids[NSRefreshedObjectsKey] == [plainID])
+        #expect(notes[2].ids[NSUpdatedObjectsKey] == [changedID])
+        try context.performAndWait { () throws in
+            let changed = try #require(context.registeredObject(for: changedID) as? Book)
+            #expect(changed.title == "local" && changed.pages == 9)
+        }
+    }
+
     @Test func notificationsOfOneContextDoNotReachObserversOfAnother() async throws {
         let container = try Fixtures.container()
         let a = container.newBackgroundContext()

@@ -102,6 +102,12 @@ private struct Problem: Hashable, Sendable {
                     == ["\(NSValidationMissingMandatoryPropertyError) name", "\(NSValidationRelationshipLacksMinimumCountError) items",
                         "\(NSValidationMissingMandatoryPropertyError) owner", "\(NSValidationRelationshipExceedsMaximumCountError) items"])
             #expect((details.first?.userInfo[NSValidationObjectErrorKey] as? NSManagedObjectID) != nil)
+            // The failing value: the targets of a count error (as IDs), none for a missing value.
+            let tooMany = try #require(details.first { $0.code == NSValidationRelationshipExceedsMaximumCountError })
+            #expect(tooMany.userInfo[NSValidationValueErrorKey] as? Set<NSManagedObjectID> == Set(owner2.items.map(\.objectID)))
+            #expect((tooMany.userInfo[NSValidationValueErrorKey] as? Set<NSManagedObjectID>)?.count == 4)
+            let missing = try #require(details.first { $0.code == NSValidationMissingMandatoryPropertyError })
+            #expect(missing.userInfo[NSValidationValueErrorKey] == nil)
             #expect(ns.localizedDescription.contains("VTOwner.name"))
             // Every problem is named in the description.
             #expect(error.description.contains("VTOwner.name"))

@@ -109,8 +109,11 @@ extension NSManagedObjectContext {
         registeredByID.reserveCapacity(registeredByID.count + rows.count)
         let storeIdentifier = store.identifier
         // Registered objects whose values are older than the row just read (another context
-        // saved and this one has not merged): the predicate judges the row, as the store does.
+        // saved and this one has not merged): the predicate and the sort judge the row, as
+        // the store's WHERE and ORDER BY do. (Found in review: the sort, and so a limit, used
+        // the older in-memory values while the predicate used the row.)
         var newerRows: [ObjectIdentifier: StoreRow] = [:]
+        let judgesByRows = requestFilter != nil || !request.sortRules.isEmpty
         // The objects that were faults when the fetch met them, when some are to be
         // returned without values (`includesPropertyValues`, `fetchBatchSize`).
         let tracksFaults = !request.includesPropertyValues || request.fetchBatchSize > 0
@@ -119,12 +122,12 @@ extension NSManagedObjectContext {
             let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
             if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
             if pending && o.flags.contains(.deleted) { continue }
+            if judgesByRows, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
+                let snapshot = o.snapshot, snapshot.version != row.version
+            {
+                newerRows[ObjectIdentifier(o)] = row
+            }
             if storeFilter == nil || requestFilter == nil {
-                if requestFilter != nil, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
-                    let snapshot = o.snapshot, snapshot.version != row.version
-                {
-                    newerRows[ObjectIdentifier(o)] = row
-                }
                 unfiltered.append(o)
             } else if !(pending && o.hasChangesUnchecked) {
                 matches.append(o)  // the store matched its saved values, which are its values
@@ -171,13 +174,16 @@ extension NSManagedObjectContext {
                 }
                 return false
             }
-            if pending || !matches.contains(where: \.hasChangesUnchecked) {
+            if newerRows.isEmpty && (pending || !matches.contains(where: \.hasChangesUnchecked)) {
                 matches.sort(by: ordered)
             } else {
                 // Without pending changes the store's order counts, by saved values, as the
                 // predicate above judged them (found in review: the sort, and so a limit,
-                // used unsaved values).
-                let keys = matches.map { $0.hasChangesUnchecked ? committedCopy(of: $0) : $0 }
+                // used unsaved values); objects older than their row sort by the row.
+                let keys = matches.map { o in
+                    if let row = newerRows[ObjectIdentifier(o)] { return committedCopy(of: o, values: row) }
+                    return !pending && o.hasChangesUnchecked ? committedCopy(of: o) : o
+                }
                 let order = keys.indices.sorted { ordered(keys[$0], keys[$1]) }
                 matches = order.map { matches[$0] }
             }

@@ -148,7 +148,7 @@ extension NSManagedObjectContext {
         if inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty { return }
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
-        if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
+        addRefreshed(refreshed, to: &info)
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = deleted }
         post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
         let merged = ObjectIDChanges(

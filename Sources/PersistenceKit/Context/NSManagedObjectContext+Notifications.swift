@@ -27,7 +27,8 @@ public let NSInsertedObjectsKey = "inserted"
 public let NSUpdatedObjectsKey = "updated"
 /// Key for deleted objects in context notifications.
 public let NSDeletedObjectsKey = "deleted"
-/// Key for refreshed objects (refreshed, or updated by a merge) in objects-did-change.
+/// Key for refreshed objects (refreshed, or updated by a merge) that have no unsaved changes
+/// here, in objects-did-change; those that do are listed under ``NSUpdatedObjectsKey``.
 public let NSRefreshedObjectsKey = "refreshed"
 /// Key for objects removed from the context (for example inserts discarded by rollback).
 public let NSInvalidatedObjectsKey = "invalidated"
@@ -119,6 +120,23 @@ extension NSManagedObjectContext {
     /// Posts a notification from this context (the caller is on the context's queue).
     func post(_ name: Notification.Name, userInfo: [AnyHashable: Any]?) {
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
+    }
+
+    /// Adds objects a refresh or merge reloaded to an objects-did-change `info`: under
+    /// ``NSRefreshedObjectsKey`` those without unsaved changes, and under
+    /// ``NSUpdatedObjectsKey`` those still changed here, as Core Data's refreshed set holds
+    /// only objects "not dirtied in the scope of this context". (Found in review: changed
+    /// objects were listed as refreshed.)
+    func addRefreshed(_ objects: Set<NSManagedObject>, to info: inout [AnyHashable: Any]) {
+        var refreshed = Set<NSManagedObject>()
+        var updated = Set<NSManagedObject>()
+        for o in objects {
+            if o.hasChangesUnchecked { updated.insert(o) } else { refreshed.insert(o) }
+        }
+        if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
+        if !updated.isEmpty {
+            info[NSUpdatedObjectsKey] = updated.union(info[NSUpdatedObjectsKey] as? Set<NSManagedObject> ?? [])
+        }
     }
 
     /// Posts an object-ID notification for a save or merge.

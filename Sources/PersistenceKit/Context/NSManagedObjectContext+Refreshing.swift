@@ -7,12 +7,14 @@ extension NSManagedObjectContext {
     /// that reloads from the store on next access. With `flag == true` its values are
     /// reloaded and its unsaved changes are kept on top (an unchanged object just becomes a
     /// fault). Inserted objects are left alone. Posts objects-did-change with the object under
-    /// ``NSRefreshedObjectsKey``.
+    /// ``NSRefreshedObjectsKey``, or ``NSUpdatedObjectsKey`` when it still has unsaved changes.
     public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
         assertOnQueue("refresh(_:mergeChanges:)", object: object)
         guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
         refreshOne(object, mergeChanges: flag)
-        post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSRefreshedObjectsKey: Set([object])])
+        var info: [AnyHashable: Any] = [:]
+        addRefreshed([object], to: &info)
+        post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
     }
 
     private func refreshOne(_ object: NSManagedObject, mergeChanges flag: Bool) {
@@ -83,7 +85,9 @@ extension NSManagedObjectContext {
             refreshed.insert(o)
         }
         if !refreshed.isEmpty {
-            post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSRefreshedObjectsKey: refreshed])
+            var info: [AnyHashable: Any] = [:]
+            addRefreshed(refreshed, to: &info)
+            post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
         }
     }
 

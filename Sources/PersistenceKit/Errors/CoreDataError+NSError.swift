@@ -12,6 +12,8 @@ public let NSDetailedErrorsKey = "NSDetailedErrors"
 public let NSValidationObjectErrorKey = "NSValidationErrorObject"
 /// The `userInfo` key of the property a validation error is about.
 public let NSValidationKeyErrorKey = "NSValidationErrorKey"
+/// The `userInfo` key of the value that failed validation (see ``CoreDataError/value``).
+public let NSValidationValueErrorKey = "NSValidationErrorValue"
 /// The `userInfo` key of the merge conflicts (`[NSMergeConflict]`) of a `NSManagedObjectMergeError`.
 public let NSPersistentStoreSaveConflictsErrorKey = "conflictList"
 
@@ -56,13 +58,15 @@ extension CoreDataError: CustomNSError {
 
     /// The description (`NSLocalizedDescriptionKey`), and what Core Data's keys hold:
     /// ``NSDetailedErrorsKey`` (as `NSError`s), ``NSValidationObjectErrorKey`` (the object ID),
-    /// ``NSValidationKeyErrorKey``, ``NSPersistentStoreSaveConflictsErrorKey`` and
+    /// ``NSValidationKeyErrorKey``, ``NSValidationValueErrorKey``,
+    /// ``NSPersistentStoreSaveConflictsErrorKey`` and
     /// `NSUnderlyingErrorKey`, each only when set.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
         if !detailedErrors.isEmpty { info[NSDetailedErrorsKey] = detailedErrors.map { $0 as NSError } }
         if let objectID { info[NSValidationObjectErrorKey] = objectID }
         if let key { info[NSValidationKeyErrorKey] = key }
+        if let value { info[NSValidationValueErrorKey] = value }
         if !conflicts.isEmpty { info[NSPersistentStoreSaveConflictsErrorKey] = conflicts }
         if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
         return info

@@ -49,6 +49,10 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
     public let objectID: NSManagedObjectID?
     /// The property involved, if any.
     public let key: String?
+    /// For a validation error, the value that failed, when it has one: for a to-many count
+    /// or a deny rule, the targets' IDs as a `Set<NSManagedObjectID>` (Core Data gives the
+    /// objects; an error is `Sendable` and objects are not). `nil` for a missing value.
+    public let value: (any Sendable)?
     /// For `.validationMultipleErrors`: the individual errors, one per problem.
     public let detailedErrors: [CoreDataError]
     /// For `.managedObjectMerge`: the conflicting objects.
@@ -57,13 +61,14 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
     public let underlying: (any Error & Sendable)?
 
     init(
-        _ code: Code, objectID: NSManagedObjectID? = nil, key: String? = nil, _ message: String,
+        _ code: Code, objectID: NSManagedObjectID? = nil, key: String? = nil, value: (any Sendable)? = nil, _ message: String,
         detailedErrors: [CoreDataError] = [], conflicts: [NSMergeConflict] = [], underlying: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.message = message
         self.objectID = objectID
         self.key = key
+        self.value = value
         self.detailedErrors = detailedErrors
         self.conflicts = conflicts
         self.underlying = underlying

@@ -82,13 +82,13 @@ extension NSManagedObject {
                 if n == 0 ? !r.isOptional : n < r.minCount {
                     errors.append(
                         CoreDataError(
-                            .validationRelationshipLacksMinimumCount, objectID: objectID, key: p.name,
+                            .validationRelationshipLacksMinimumCount, objectID: objectID, key: p.name, value: toManyTargetIDs(at: i),
                             "'\(entity.name).\(p.name)' has \(n) object(s) but needs at least \(max(r.minCount, 1))."))
                 }
                 if r.maxCount > 0, n > r.maxCount {
                     errors.append(
                         CoreDataError(
-                            .validationRelationshipExceedsMaximumCount, objectID: objectID, key: p.name,
+                            .validationRelationshipExceedsMaximumCount, objectID: objectID, key: p.name, value: toManyTargetIDs(at: i),
                             "'\(entity.name).\(p.name)' has \(n) object(s) but allows at most \(r.maxCount)."))
                 }
             } else if !r.isOptional {
@@ -107,6 +107,11 @@ extension NSManagedObject {
             }
         }
         if !errors.isEmpty, let error = CoreDataError.combining(errors) { throw error }
+    }
+
+    /// The IDs of the targets at to-many slot `i`, for an error's value.
+    private func toManyTargetIDs(at i: Int) -> Set<NSManagedObjectID> {
+        Set(resolvedToMany(at: i).map(\.objectID))
     }
 
     /// Built-in check for deletion: deny rules.
@@ -128,6 +133,7 @@ extension NSManagedObject {
                 errors.append(
                     CoreDataError(
                         .validationRelationshipDeniedDelete, objectID: objectID, key: r.name,
+                        value: r.isToMany ? toManyTargetIDs(at: i) : Set(resolvedToOne(at: i).map { [$0.objectID] } ?? []),
                         "\(objectID) cannot be deleted: '\(entity.name).\(r.name)' has the deny delete rule and still "
                             + "has \(n) object(s). Remove them first."))
             }
