@@ -57,18 +57,23 @@ extension FileStore {
                     w.i32(e)
                     w.i64(pk)
                     w.i64(ref.version)
-                    let stored = UnsafeRawBufferPointer(rebasing: buf[ref.offset..<(ref.offset + ref.length)])
-                    guard strips else {
-                        w.u32(UInt32(ref.length))
-                        w.raw(stored)
-                        return
+                    let range = ref.offset..<(ref.offset + ref.length)
+                    // A row that does not decode is copied as it is: its damage stays where a
+                    // read of it reports it, and every other save goes on. (Found in review:
+                    // it failed the compaction, and so every save once one was due, the
+                    // deletion of that row included.)
+                    if strips {
+                        var r = ByteReader(buf, range: range, path: path)
+                        if let decoded = try? FileStoreFormat.decodeValues(&r) {
+                            let lengthAt = w.count
+                            w.u32(0)
+                            FileStoreFormat.encode(derivedLayout.stripped(decoded, of: e), into: &w)
+                            w.patch32(UInt32(w.count - lengthAt - 4), at: lengthAt)
+                            return
+                        }
                     }
-                    var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
-                    let values = derivedLayout.stripped(try FileStoreFormat.decodeValues(&r), of: e)
-                    let lengthAt = w.count
-                    w.u32(0)
-                    FileStoreFormat.encode(values, into: &w)
-                    w.patch32(UInt32(w.count - lengthAt - 4), at: lengthAt)
+                    w.u32(UInt32(ref.length))
+                    w.raw(UnsafeRawBufferPointer(rebasing: buf[range]))
                 }
             }
         }
@@ -107,6 +112,11 @@ extension FileStore {
             // The synced prefix `-lock` records is an offset in the old file: forgotten before
             // the new file takes its place (the next save records the new file's).
             if s.syncedPrefixOnDisk, let lock = s.lock {
+                // The old file's unsynced appends are synced first: the rename may fail, or
+                // be lost by a power cut before the folder is synced, and the old file then
+                // carries on without the offset that marked them. (Found in review: a torn
+                // record there made the file refuse to open.)
+                try Self.io(path, "compacting (syncing the old file)") { try s.file?.sync() }
                 try Self.io(path, "compacting (clearing the lock file)") { try Self.clearSyncedPrefix(in: lock.file) }
                 s.syncedPrefixOnDisk = false
             }

@@ -74,6 +74,12 @@ extension FileStore {
             }
             // Used: everything up to the cut is synced now, and this session records its own.
             if unsyncedFrom != nil {
+                // With nothing cut, the crashed session's appends may still be in the page
+                // cache only: synced before the offset that marked them unsynced goes, or a
+                // power cut now could tear them where recovery no longer expects it. (Found
+                // in review: the clear came first, and a torn record made the file refuse
+                // to open.)
+                if cut == nil { try io(path, "syncing the recovered file") { try file.sync() } }
                 try io(path, "clearing the lock file") { try clearSyncedPrefix(in: lockFile) }
             }
             return Opened(storeID: storeID, state: state)
