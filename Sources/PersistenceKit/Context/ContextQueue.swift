@@ -250,6 +250,14 @@ final class ContextQueue: Sendable {
                 scope.pointee.runningJob = DrainScope.identity(of: job)
                 job.runSynchronously(on: executor)
                 scope.pointee.runningJob = nil
+                // The hook runs user code (objects-did-change observers): the queues a hop
+                // left to this thread go to Dispatch first, or an observer that blocks (on
+                // the main queue, a lock) waits for anyone waiting for them. (Found in
+                // review: it deadlocked with main-actor code calling performAndWait on the
+                // queue the actor's job had hopped to.)
+                if changesPending.load(ordering: .relaxed), !scope.pointee.deferred.isEmpty {
+                    scope.pointee.flushDeferred()
+                }
                 afterExecutorJob()
                 ran += 1
             case let .handoff(h):
@@ -260,16 +268,28 @@ final class ContextQueue: Sendable {
         }
     }
 
-    /// Ends a `sync` caller's turn: the queue goes idle, or a drainer resumes the backlog.
+    /// Ends a `sync` caller's turn: the queue goes idle, passes straight to the next waiting
+    /// `sync` caller, or a drainer resumes the backlog.
     private func releaseOwnership() {
-        let more = state.withLock { s in
+        enum Next { case idle, drain, handOff(Handoff) }
+        let next: Next = state.withLock { s in
             owner.store(0, ordering: .relaxed)
-            if s.jobs.isEmpty {
+            guard let first = s.jobs.first else {
                 s.active = false
-                return false
+                return .idle
             }
-            return true
+            guard case let .handoff(h) = first else { return .drain }
+            _ = s.jobs.popFirst()
+            return .handOff(h)
         }
-        if more { scheduleDrain() }
+        switch next {
+        case .idle: break
+        case .drain: scheduleDrain()
+        // Straight to the waiter, as `dispatch_sync` passes a queue from one waiter to the
+        // next. (Found in review: every pass went through a drain on Dispatch's global pool,
+        // and while its threads were blocked in `sync` calls — 32 actors waiting for one
+        // shared context — each pass waited for Dispatch to add a thread: 16 s.)
+        case let .handOff(h): h.semaphore.signal()
+        }
     }
 }

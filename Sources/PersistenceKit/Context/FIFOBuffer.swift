@@ -13,6 +13,9 @@ struct FIFOBuffer<Element> {
         count += 1
     }
 
+    /// The element `popFirst()` would return, left in place.
+    var first: Element? { count > 0 ? storage[head] : nil }
+
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = storage[head]
