@@ -129,6 +129,22 @@ struct PowerCutFileSystem: StoreFileSystem {
 
     static let big = String(repeating: "x", count: 3 * page)
 
+    /// A store at `normal` durability with one save synced by a clean close, then reopened
+    /// with `options` and given two more saves (`big` first) that no fsync covered; open.
+    /// Records: synced, close, big, lost 2.
+    static func storeWithUnsyncedSaves(
+        _ folder: borrowing TemporaryFolder, _ model: NSManagedObjectModel, _ options: FileStore.Options
+    ) throws -> FileStore {
+        do {
+            let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
+            try save(store, model, ["synced"])
+            try store.close()
+        }
+        let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
+        try save(store, model, [big, "lost 2"])
+        return store
+    }
+
     // MARK: A recovering open syncs the file before it clears the synced-prefix record
 
     /// A `normal` session appends two saves and the process dies (its `-lock` records where
@@ -144,13 +160,7 @@ struct PowerCutFileSystem: StoreFileSystem {
         let recorder = PowerCutRecorder()
         let fs = PowerCutFileSystem(recorder: recorder)
         do {
-            let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: .normal, fileSystem: fs))
-            try Self.save(store, model, ["synced"])
-            try store.close()
-        }
-        do {
-            let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: .normal, fileSystem: fs))
-            try Self.save(store, model, [Self.big, "lost 2"])
+            let store = try Self.storeWithUnsyncedSaves(folder, model, .init(durability: .normal, fileSystem: fs))
             store.state.withLock { store.stop(&$0) }  // the process dies: -lock (with its record) stays
         }
         let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: next, fileSystem: fs))
@@ -181,13 +191,7 @@ struct PowerCutFileSystem: StoreFileSystem {
         let recorder = PowerCutRecorder()
         let fs = PowerCutFileSystem(recorder: recorder)
         let options = FileStore.Options(durability: .normal, fileSystem: fs, compactionThreshold: 1 << 40)
-        do {
-            let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
-            try Self.save(store, model, ["synced"])
-            try store.close()
-        }
-        let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
-        try Self.save(store, model, [Self.big, "lost 2"])
+        let store = try Self.storeWithUnsyncedSaves(folder, model, options)
         let old: (store: [UInt8], lock: [UInt8])
         if how == "rename fails" {
             recorder.failRename.store(true, ordering: .relaxed)
@@ -368,13 +372,7 @@ struct PowerCutFileSystem: StoreFileSystem {
         let model = try Fixtures.model()
         let recorder = PowerCutRecorder()
         let fs = PowerCutFileSystem(recorder: recorder)
-        do {
-            let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: .normal, fileSystem: fs))
-            try Self.save(store, model, ["synced"])
-            try store.close()
-        }
-        let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: .normal, fileSystem: fs))
-        try Self.save(store, model, [Self.big, "lost 2"])
+        let store = try Self.storeWithUnsyncedSaves(folder, model, .init(durability: .normal, fileSystem: fs))
         let image = Self.losingPages(of: 2, in: try FSSupport.bytes(folder.storeURL), durable: recorder.durable.withLock { $0 })
         let lock = try FSSupport.bytes(URL(fileURLWithPath: folder.storeURL.path + "-lock"))
         #expect(try Self.openPowerCutImage(store: image, lock: lock).get() == ["synced"])
