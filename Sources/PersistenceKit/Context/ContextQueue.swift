@@ -195,8 +195,17 @@ final class ContextQueue: Sendable {
         }
     }
 
+    #if DEBUG
+    /// The drains this queue started on Dispatch's global pool, for tests that check work
+    /// passed without one (debug builds only).
+    let drainsScheduled = Atomic<Int>(0)
+    #endif
+
     /// Starts a drain of this active queue on Dispatch's global pool.
     func scheduleDrain() {
+        #if DEBUG
+        drainsScheduled.add(1, ordering: .relaxed)
+        #endif
         DispatchQueue.global().async { ContextQueue.runDrains(startingWith: self) }
     }
 
