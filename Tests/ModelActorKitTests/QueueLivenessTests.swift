@@ -54,7 +54,7 @@ actor HoppingInserter: NSModelActor {
     /// from one waiter to the next directly, as `dispatch_sync` passes a serial queue, with
     /// no drain on Dispatch's global pool (each pass went through one, and while the pool's
     /// threads were busy — blocked by unrelated work for 3 s — 40 turns took 4.9 s).
-    @Test(.timeLimit(.minutes(1))) func performAndWaitPassesStraightToTheNextWaiter() throws {
+    @Test(.timeLimit(.minutes(5))) func performAndWaitPassesStraightToTheNextWaiter() throws {
         let container = try ActorFixtures.container()
         let shared = container.newBackgroundContext()
         let done = DispatchGroup()
@@ -83,7 +83,7 @@ actor HoppingInserter: NSModelActor {
     /// turn, each from the one before, with no drain on the global pool (each turn was a
     /// drain, which waited for Dispatch to add a thread while the pool's were blocked in
     /// these calls: 16 s).
-    @Test(.timeLimit(.minutes(1))) func actorJobsWaitingForASharedContextGetItInTurn() async throws {
+    @Test(.timeLimit(.minutes(5))) func actorJobsWaitingForASharedContextGetItInTurn() async throws {
         let container = try ActorFixtures.container()
         let shared = container.newBackgroundContext()
         let actors = (0..<32).map { _ in SharedContextCaller(container: container) }
@@ -116,7 +116,7 @@ actor HoppingInserter: NSModelActor {
     /// waits for the main queue while main-actor code calls B.performAndWait: the observer's
     /// round trip completes (B's drain was held through the observer: a deadlock, broken
     /// here only by the observer's 20 s timeout).
-    @MainActor @Test(.timeLimit(.minutes(2))) func anObserverOfAnActorsChangesMayWaitForTheMainQueue() async throws {
+    @MainActor @Test(.timeLimit(.minutes(5))) func anObserverOfAnActorsChangesMayWaitForTheMainQueue() async throws {
         let container = try ActorFixtures.container()
         let a = container.newBackgroundContext()
         let b = container.newBackgroundContext()
