@@ -122,7 +122,8 @@ extension NSManagedObjectContext {
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
     }
 
-    /// Adds objects a refresh or merge reloaded to an objects-did-change `info`: under
+    /// Adds objects a refresh or merge reloaded to an objects-did-change `info` that has no
+    /// updated objects yet: under
     /// ``NSRefreshedObjectsKey`` those without unsaved changes, and under
     /// ``NSUpdatedObjectsKey`` those still changed here, as Core Data's refreshed set holds
     /// only objects "not dirtied in the scope of this context". (Found in review: changed
@@ -134,9 +135,7 @@ extension NSManagedObjectContext {
             if o.hasChangesUnchecked { updated.insert(o) } else { refreshed.insert(o) }
         }
         if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
-        if !updated.isEmpty {
-            info[NSUpdatedObjectsKey] = updated.union(info[NSUpdatedObjectsKey] as? Set<NSManagedObject> ?? [])
-        }
+        if !updated.isEmpty { info[NSUpdatedObjectsKey] = updated }
     }
 
     /// Posts an object-ID notification for a save or merge.

@@ -429,18 +429,19 @@ extension NSManagedObjectContext {
         let insertedSet =
             announcedInsertions.flatMap { $0.version == insertedVersion ? $0.objects : nil } ?? Set(inserted)
         announcedInsertions = nil
-        // Objects inserted after `inserted` was taken (by a validation hook, or while
-        // resolving conflicts) are not in this save: they stay inserted, for the next one.
+        // Objects inserted after `inserted` was final (while conflicts were resolved; what the
+        // validation hooks insert joins the save, see `includeChangesOfValidationHooks`) are
+        // not in this save: they stay inserted, for the next one.
         // (Regression: emptying the list dropped them, leaving objects neither saved nor
         // tracked that still pointed at this context — dangling once it was freed.)
         let leftovers = insertions.version == insertedVersion ? [] : insertions.objects.filter { !insertedSet.contains($0) }
         insertions.removeAll(resettingObjects: false)  // the pass below resets the saved ones
         for o in leftovers { insertions.append(o) }
-        // Likewise objects a validation hook changed or deleted after the lists were taken,
-        // and faults found inaccessible then: not in this save, they stay changed or deleted
-        // for the next one. (Found in review: emptying the sets lost those changes, and an
-        // object still flagged updated never entered the set again, so its later edits were
-        // lost too; earlier, inaccessible faults stayed `isDeleted` and were never
+        // Likewise objects changed or deleted after the lists were final, and faults found
+        // inaccessible then: not in this save, they stay changed or deleted for the next one.
+        // (Found in review: emptying the sets lost such changes — validation hooks' then —
+        // and an object still flagged updated never entered the set again, so its later
+        // edits were lost too; earlier, inaccessible faults stayed `isDeleted` and were never
         // discarded.) `updated` and `deleted` are subsets of the sets: equal counts, nothing
         // left, and no pass over a large save.
         if updatedSet.count == updated.count { updatedSet = [] } else { updatedSet.subtract(updated) }

@@ -9,40 +9,21 @@ import Glibc
 #endif
 
 // Power cuts and crashes around recovery and compaction (found in review; each test failed
-// before its fix, or covers a scenario the review tried). A power cut is modelled as: every byte a file held at
-// its last successful fsync is on disk; bytes written after it may or may not be, page by
-// page, in any order (Docs/StoreFormat.md, "normal durability").
+// before its fix, or covers a scenario the review tried). A power cut is modelled as: every
+// byte a file held at its last successful fsync is on disk; bytes written after it may or
+// may not be, page by page, in any order (Docs/StoreFormat.md, "normal durability"). The
+// store file is DurabilityReview2Tests' `PowerLossFile` with syncs that persist and succeed.
 
 /// What a power cut could leave, as recorded by ``PowerCutFileSystem``.
 final class PowerCutRecorder: Sendable {
-    /// The main store file's bytes as of its last fsync (what is surely on disk).
-    let durable = TestMutex<[UInt8]>([])
+    /// Syncs that persist and succeed; its `durable` holds the main store file's bytes as of
+    /// its last fsync (what is surely on disk).
+    let script = SyncScript()
+    var durable: TestMutex<[UInt8]> { script.durable }
     /// The store file and its `-lock` at the moment compaction renamed `-compact` over the
     /// store: a power cut before the folder sync that follows can lose the rename.
     let atRename = TestMutex<(store: [UInt8], lock: [UInt8])?>(nil)
     let failRename = Atomic<Bool>(false)
-    let storeSyncs = Atomic<Int>(0)
-}
-
-final class PowerCutFile: StoreFile {
-    let base: any StoreFile
-    let recorder: PowerCutRecorder
-    init(base: any StoreFile, recorder: PowerCutRecorder) {
-        self.base = base
-        self.recorder = recorder
-    }
-    func size() throws -> Int { try base.size() }
-    func read(at offset: Int, count: Int) throws -> [UInt8] { try base.read(at: offset, count: count) }
-    func write(_ bytes: [UInt8], at offset: Int) throws { try base.write(bytes, at: offset) }
-    func sync() throws {
-        try base.sync()
-        recorder.storeSyncs.add(1, ordering: .relaxed)
-        let bytes = try base.read(at: 0, count: try base.size())
-        recorder.durable.withLock { $0 = bytes }
-    }
-    func truncate(to size: Int) throws { try base.truncate(to: size) }
-    func tryLock() throws -> Bool { try base.tryLock() }
-    func close() { base.close() }
 }
 
 struct PowerCutFileSystem: StoreFileSystem {
@@ -50,7 +31,7 @@ struct PowerCutFileSystem: StoreFileSystem {
     let recorder: PowerCutRecorder
     func open(_ path: String, create: Bool) throws -> any StoreFile {
         let file = try base.open(path, create: create)
-        return path.hasSuffix(".pkstore") ? PowerCutFile(base: file, recorder: recorder) : file
+        return path.hasSuffix(".pkstore") ? PowerLossFile(base: file, path: path, script: recorder.script) : file
     }
     func fileExists(_ path: String) -> Bool { base.fileExists(path) }
     func rename(_ from: String, to: String) throws {
