@@ -5,8 +5,9 @@ import Testing
 
 // A randomized differential run over the to-many edit tracking, the bulk registration of a
 // large to-many's faults and merging (written in review; it found nothing wrong, and stays
-// as a guard). Deeper runs: PK_DIFF_SEEDS / PK_DIFF_STEPS and PK_DIFF_BIG_SEEDS /
-// PK_DIFF_BIG_STEPS (the review ran 2,400 seeds of 100 steps and 800 of 150).
+// as a guard). Deeper runs: PK_DIFF_SEEDS / PK_DIFF_STEPS, and the large-shelf variant with
+// PK_DIFF_BIG_SEEDS / PK_DIFF_BIG_STEPS (the review ran 2,400 seeds of 100 steps and 800 of
+// 150, and 6 large seeds).
 
 /// The graph of relationships a context sees, and how two compare.
 enum TMDiff {
@@ -115,7 +116,9 @@ enum TMDiff {
     /// saves merged in), and after each save, a fresh context — and every few steps a fresh
     /// container on the reopened file store — must see exactly the graph the editing context
     /// holds, with inverses agreeing.
-    @Test(arguments: Array(UInt64(1)...UInt64(ProcessInfo.processInfo.environment["PK_DIFF_BIG_SEEDS"].flatMap { UInt64($0) } ?? 1)))
+    /// Not run by default (no seeds): under Thread Sanitizer one seed took 100 s on a
+    /// cooperative thread, and the suite's async tests waiting for one hit their time limits.
+    @Test(arguments: Array(UInt64(1)..<(1 + (ProcessInfo.processInfo.environment["PK_DIFF_BIG_SEEDS"].flatMap { UInt64($0) } ?? 0))))
     func randomDifferentialLarge(seed: UInt64) throws {
         try Self.run(seed: seed, steps: ProcessInfo.processInfo.environment["PK_DIFF_BIG_STEPS"].flatMap { Int($0) } ?? 5, onFile: seed % 2 == 1, mergeMode: Int(seed / 2 % 3), big: 5000)
     }
