@@ -233,6 +233,29 @@ import Glibc
         #expect(after[records[2] + 4] == 3)
     }
 
+    /// A tail crafted to make recovery quadratic — a plausible record header every 16 bytes,
+    /// each claiming most of the rest of the file — is reported as damage, nothing cut, once
+    /// the search for an intact record after it has checksummed its budget (four times the
+    /// tail). Without the budget this 512 KiB tail meant checksumming about 8 GiB.
+    @Test(.timeLimit(.minutes(2))) func aTailCraftedToDefeatRecoveryIsReportedNotSearchedForever() throws {
+        let folder = try TemporaryFolder()
+        let bytes = try Self.makeCleanStore(folder.storeURL)
+        let records = FSSupport.recordOffsets(bytes)
+        var damaged = Array(bytes.prefix(records[3]))  // a crashed session: no close record
+        let tail = 512 << 10
+        var crafted = [UInt8](repeating: 0xA5, count: tail)
+        for p in stride(from: 0, to: tail - 64, by: 16) {
+            FSSupport.putU32(FileStoreFormat.recordMagic, into: &crafted, at: p)
+            FSSupport.putU32(UInt32(tail - p - FileStoreFormat.recordOverhead - 8), into: &crafted, at: p + 8)
+        }
+        damaged += crafted
+        try FSSupport.write(damaged, to: folder.storeURL)
+        _ = FileManager.default.createFile(atPath: folder.storeURL.path + "-lock", contents: nil)
+        let error = try #require(try Self.openError(folder.storeURL))
+        #expect(error.kind == .corrupt && error.offset == records[3], "\(error)")
+        #expect(try FSSupport.bytes(folder.storeURL) == damaged, "nothing was cut")
+    }
+
     // MARK: Wrong magic, newer version, random bytes
 
     @Test func wrongMagicIsNotAStore() throws {

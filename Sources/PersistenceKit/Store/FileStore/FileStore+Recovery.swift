@@ -342,9 +342,14 @@ extension FileStore {
     ///
     /// Errs towards reporting: the bytes of the unfinished record itself are scanned too, so
     /// one whose binary attribute holds a copy of a whole record is reported as damage
-    /// (a typed error, nothing dropped) instead of cut.
+    /// (a typed error, nothing dropped) instead of cut. So does running out of budget: the
+    /// candidates' checksums may cover four times the bytes after `offset`, plus 1 MiB;
+    /// past that the answer is "yes". (A file crafted with a plausible record header every
+    /// few bytes made every candidate checksum most of the rest of the file — quadratic, hours
+    /// for a few megabytes. A real unfinished write holds few candidates, if any.)
     static func intactRecordFollows(_ buf: UnsafeRawBufferPointer, after offset: Int, version: UInt32) -> Bool {
         let size = buf.count
+        var budget = 4 * max(0, size - offset) + (1 << 20)
         var at = offset + 1
         while at + FileStoreFormat.recordOverhead <= size {
             defer { at += 1 }
@@ -352,6 +357,8 @@ extension FileStore {
             let length = Int(buf.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self).littleEndian)
             guard length <= FileStoreFormat.maxPayload, at + FileStoreFormat.recordOverhead + length <= size else { continue }
             let crcAt = at + FileStoreFormat.recordHeaderSize + length
+            budget -= crcAt - at
+            if budget < 0 { return true }
             let stored = buf.loadUnaligned(fromByteOffset: crcAt, as: UInt32.self).littleEndian
             if stored == FileStoreFormat.recordChecksum(UnsafeRawBufferPointer(rebasing: buf[at..<crcAt]), version: version) {
                 return true
