@@ -103,6 +103,7 @@ extension NSManagedObjectContext {
         if pending { processPendingChanges() }
         let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
         let storeFilter = requestFilter?.storeFilter(for: entity)
+        noteHeldRows(from: store, readAt: store.changeCount)
         let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
         var matches: [NSManagedObject] = []
         var unfiltered: [NSManagedObject] = []

@@ -5,8 +5,9 @@ extension NSManagedObjectContext {
     ///
     /// With `flag == false` the object's unsaved changes are discarded and it becomes a fault
     /// that reloads from the store on next access. With `flag == true` its values are
-    /// reloaded and its unsaved changes are kept on top (an unchanged object just becomes a
-    /// fault). Inserted objects are left alone. Posts objects-did-change with the object under
+    /// reloaded and its unsaved changes — a pending deletion included — are kept on top, and
+    /// transient values are kept (an unchanged object just becomes a fault, unless its entity
+    /// has transient attributes: then it reloads now). Inserted objects are left alone. Posts objects-did-change with the object under
     /// ``NSRefreshedObjectsKey``, or ``NSUpdatedObjectsKey`` when it still has unsaved changes.
     public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
         assertOnQueue("refresh(_:mergeChanges:)", object: object)
@@ -22,8 +23,29 @@ extension NSManagedObjectContext {
             if let row = rowForFault(object) { rebase(object, onto: row) }
             return
         }
+        // Merging leaves transient values alone: an unchanged object of an entity with
+        // transient attributes takes the saved values now instead of becoming a fault,
+        // which would forget them. (Found in review: a transient set before a save read its
+        // default after refresh(_:mergeChanges: true) and refreshAllObjects().)
+        if flag && !object.flags.contains(.fault) && !object.flags.contains(.deleted) && object.entity.hasTransientAttributes,
+            let row = rowForFault(object)
+        {
+            rebase(object, onto: row)
+            return
+        }
         if object.flags.contains(.deleted) {
-            if flag { return }
+            if flag {
+                // The deletion stays, on top of the saved values as they are now: the next
+                // save expects the current version. (Found in review: a deletion that met a
+                // conflict kept expecting the old version, so no save after a refresh — the
+                // documented way out of an optimistic-locking failure — could delete it.)
+                if object.flags.contains(.fault) {
+                    object.dropRow()  // the save reads the current version
+                } else if let row = rowForFault(object) {
+                    rebase(object, onto: row)
+                }
+                return
+            }
             // Discarding pending changes discards a pending deletion as well (its delete rules,
             // if already applied to other objects, stay applied there).
             object.flags.remove(.deleted)
@@ -48,7 +70,7 @@ extension NSManagedObjectContext {
 
     /// For an object about to drop its unsaved changes: each relationship change it made
     /// (a target added or removed) that the target's own unsaved state agrees with.
-    private func linksHeldByOthers(_ o: NSManagedObject) -> [(index: Int, target: NSManagedObject, linked: Bool)] {
+    func linksHeldByOthers(_ o: NSManagedObject) -> [(index: Int, target: NSManagedObject, linked: Bool)] {
         guard o.flags.contains(.updated), !o.flags.contains(.fault), let snapshot = o.snapshot else { return [] }
         var held: [(index: Int, target: NSManagedObject, linked: Bool)] = []
         for case let r as NSRelationshipDescription in o.entity.properties where o.persistentValueDiffers(at: r.index) {
@@ -76,11 +98,12 @@ extension NSManagedObjectContext {
     }
 
     /// Refreshes every registered object with `mergeChanges: true`: unchanged objects become
-    /// faults, changed objects reload and keep their unsaved changes.
+    /// faults (those with transient attributes reload instead, keeping the transient
+    /// values), changed and deleted objects reload and keep their unsaved changes.
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
         var refreshed = Set<NSManagedObject>()
-        for o in registeredByID.values where !o.flags.contains(.inserted) && !o.flags.contains(.deleted) {
+        for o in registeredByID.values where !o.flags.contains(.inserted) {
             refreshOne(o, mergeChanges: true)
             refreshed.insert(o)
         }
@@ -134,6 +157,7 @@ extension NSManagedObjectContext {
         noteDeparture()
         registeredByID = ObjectRegistry()
         temporaries = ObjectRegistry()
+        heldRows = nil
         insertions.removeAll()
         updatedSet = []
         deletedSet = []

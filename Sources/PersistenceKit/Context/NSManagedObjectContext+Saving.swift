@@ -314,18 +314,36 @@ extension NSManagedObjectContext {
             case .errorMergePolicyType:
                 break
             case .overwriteMergePolicyType:
-                // This context's relationships win: the other ends the store gave `o` let go.
+                // This context's attributes and to-one relationships win: the other ends the
+                // store gave `o` let go. A to-many keeps the store's links plus this context's
+                // own additions and removals: Core Data writes a to-many as changes to the
+                // other ends' foreign keys (or join rows), never as the whole set. (Found in
+                // review: writing this context's whole set took another context's new book
+                // off the shelf, and moved back a book it had moved elsewhere.)
                 let theirs = o.decode(current)
+                for case let r as NSRelationshipDescription in o.entity.properties where r.isToMany {
+                    let before = ancestor.value(at: r.index), after = current.value(at: r.index)
+                    guard !before.isSame(as: after) else { continue }
+                    o.slots[r.index] = .toMany(mergedToMany(o, at: r.index, ancestor: before, theirs: after, destination: r.destinationEntity))
+                }
                 o.snapshot = StoreRow(id: ancestor.id, version: current.version, values: ancestor.values)
                 reconcileRelationships(of: o, losing: theirs, changedSince: ancestor, current)
             case .rollbackMergePolicyType:
                 // The store's relationships win: the other ends this context gave `o` (or took
-                // from it, by the nullify rule of a deletion now undone) follow.
+                // from it, by the nullify rule of a deletion now undone) follow — except where
+                // another object's own unsaved change made or broke the link: that object is
+                // not in conflict, and its change is saved, as Core Data saves a book's
+                // foreign key whatever becomes of its shelf. (Found in review: a book inserted
+                // on the shelf was saved without it, and a book taken off it was put back.)
+                let held = linksHeldByOthers(o)
                 let mine = o.slots
                 o.install(current)
                 o.flags.subtract([.updated, .deleted, .changeRecorded])
                 updatedSet.remove(o)
                 deletedSet.remove(o)
+                for (i, target, linked) in held {
+                    if linked { o.link(target, at: i) } else { o.unlink(target, at: i) }
+                }
                 reconcileRelationships(of: o, losing: mine, changedSince: nil, current)
             case .mergeByPropertyObjectTrumpMergePolicyType, .mergeByPropertyStoreTrumpMergePolicyType:
                 let objectWins = policy == .mergeByPropertyObjectTrumpMergePolicyType

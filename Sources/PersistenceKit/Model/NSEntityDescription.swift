@@ -95,6 +95,8 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Whether every property is a persistent attribute (sealed models only): then a saved
     /// row holds all of an object's values, and decoding it gives back the same slots.
     @exclusivity(unchecked) private(set) var hasOnlyPersistentAttributes = false
+    /// Whether any property is a transient attribute (sealed models only).
+    @exclusivity(unchecked) private(set) var hasTransientAttributes = false
     /// The slots of a new object: default values and empty relationships (sealed models only).
     @exclusivity(unchecked) private(set) var defaultSlots: ContiguousArray<Slot> = []
     /// The values of a new object, when the entity has persistent attributes only (sealed
@@ -225,6 +227,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
             return (p as? NSRelationshipDescription)?.isToMany == true ? .toMany : .toOne
         }
         hasOnlyPersistentAttributes = slotKinds.allSatisfy { $0 == .attribute }
+        hasTransientAttributes = slotKinds.contains(.transientAttribute)
         constrainedSlots = Self.constrainedSlots(in: properties)
         defer {
             self.index = index

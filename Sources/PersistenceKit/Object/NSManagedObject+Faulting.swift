@@ -41,11 +41,15 @@ extension NSManagedObject {
     /// values (``NSManagedObjectContext/shouldDeleteInaccessibleFaults``), or, with that
     /// setting off, traps (Core Data raises "could not fulfill a fault").
     func fireFault() {
-        // A fault made for a fetched row already holds it as its values (`holdRow`).
-        if valueStorage == .snapshot && storedSnapshot != nil {
-            flags.remove(.fault)
-            awakeFromFetch()
-            return
+        // A fault made for a fetched row already holds it as its values (`holdRow`), unless
+        // a commit replaced that row since: then it loads the current one below.
+        if valueStorage == .snapshot, let held = storedSnapshot {
+            if owningContext?.heldRowIsCurrent(held) ?? true {
+                flags.remove(.fault)
+                awakeFromFetch()
+                return
+            }
+            dropRow()
         }
         let row: StoreRow
         if let snapshot {
