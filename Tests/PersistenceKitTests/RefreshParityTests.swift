@@ -3,8 +3,7 @@ import Testing
 @testable import PersistenceKit
 
 // Parity with Core Data for refreshing, stale faults and merge policies, from a review
-// against Apple's documentation. Each test failed on the code it was written against; the
-// two merge-policy cases still differ and are marked as known issues (README, Known problems).
+// against Apple's documentation. Each test failed on the code it was written against.
 
 /// A note with a transient attribute, for the refresh tests.
 final class TransientNote: NSManagedObject {
@@ -106,7 +105,7 @@ private enum RefreshParity {
     /// B inserts a book on shelf S and renames S; A renames S and saves first. B saves with
     /// NSRollbackMergePolicy: the conflicting shelf takes the store's state, but the
     /// inserted book is not in conflict (an insert never is) and Core Data saves it as it
-    /// is — its row holds the foreign key to S. Here the book is taken off the shelf.
+    /// is — its row holds the foreign key to S. Before the fix the book was taken off the shelf.
     @Test func rollbackKeepsTheShelfOfAnInsertedBook() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -137,8 +136,8 @@ private enum RefreshParity {
 
     /// A moves book "A" from shelf S to shelf S2 and saves. B, which had read S's books,
     /// renames S and saves with NSOverwriteMergePolicy. Only S conflicts; B never changed
-    /// book "A", whose row (its foreign key) Core Data's overwrite of S does not touch. Here
-    /// the overwrite of S's book list moves the book back onto S.
+    /// book "A", whose row (its foreign key) Core Data's overwrite of S does not touch. Before
+    /// the fix the overwrite of S's book list moved the book back onto S.
     @Test func overwriteDoesNotMoveBackABookAnotherContextMoved() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -172,7 +171,7 @@ private enum RefreshParity {
     /// B takes book "A" off shelf S (S changes by the inverse); A renames S and saves first.
     /// B saves with NSRollbackMergePolicy: S, the only object in conflict, takes the store's
     /// state, but book "A" is not in conflict and Core Data saves B's change to it (its
-    /// foreign key). Here the rollback of S puts the book back on the shelf.
+    /// foreign key). Before the fix the rollback of S put the book back on the shelf.
     @Test func rollbackKeepsANonConflictingBooksOwnChange() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -205,8 +204,8 @@ private enum RefreshParity {
     /// particular if you get an optimistic locking failure when attempting to save") is to
     /// refresh with merging and save again: the refresh reloads the values from the store
     /// and re-applies the local changes — the deletion — so the next save deletes the
-    /// current row. Here the refresh of a deleted object does nothing, and every later save
-    /// conflicts again.
+    /// current row. Before the fix the refresh of a deleted object did nothing, and every later save
+    /// conflicted again.
     @Test(arguments: ["refresh", "refreshAll"])
     func refreshingADeletedObjectWithMergingLetsTheDeletionBeSaved(mode: String) async throws {
         let container = try Fixtures.container()
