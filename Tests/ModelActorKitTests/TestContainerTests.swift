@@ -32,6 +32,32 @@ import Testing
         withExtendedLifetime(leftover) {}
     }
 
+    /// Found in review: makeTest kept names apart only within its process and removed a
+    /// name's files directly, so another process asking for the same name (an exit test's
+    /// child shares its test's `#function`) replaced this store, which went on saving into
+    /// an unlinked file. The other process now gets the next numbered store.
+    @Test func aStoreOpenInAnotherProcessIsLeftAloneAndTheNextNameUsed() async throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let container = try NSPersistentContainer.makeTest(model: model, testName: "cross-process-name")
+        let url = try #require(container.persistentStoreCoordinator.persistentStores.first?.url)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            Item(context: context).title = "mine"
+            try context.save()
+        }
+        let before = try FileManager.default.attributesOfItem(atPath: url.path)[.systemFileNumber] as? NSNumber
+        await #expect(processExitsWith: .success) {
+            let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+            let other = try NSPersistentContainer.makeTest(model: model, testName: "cross-process-name")
+            let otherURL = other.persistentStoreCoordinator.persistentStores.first?.url
+            guard otherURL?.lastPathComponent == "cross-process-name-2.store" else { exit(2) }
+        }
+        let after = try FileManager.default.attributesOfItem(atPath: url.path)[.systemFileNumber] as? NSNumber
+        #expect(before != nil && before == after, "the store file was replaced")
+        #expect(FileManager.default.fileExists(atPath: url.path + "-lock"))
+        #expect(try context.performAndWait { try context.fetch(Item.fetchRequest()).map(\.title) } == ["mine"])
+    }
+
     @Test func storeIsOnDiskAndStaleFilesAreRemoved() throws {
         let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
         var url: URL?

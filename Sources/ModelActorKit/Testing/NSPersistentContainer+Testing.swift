@@ -15,7 +15,8 @@ extension NSPersistentContainer {
     /// comes from `testName` or, by default, from the caller's `#fileID` and `#function`, so
     /// each test gets its own store. Store files left by an earlier run under that name are
     /// removed before loading; if a live container in this process already uses the name
-    /// (parameterized tests share a `#function`), a numbered suffix keeps the stores apart.
+    /// (parameterized tests share a `#function`), or another process has that store open, a
+    /// numbered suffix keeps the stores apart.
     /// Creation and loading are serialized across threads.
     ///
     /// - Throws: ``TestContainerError`` when the folder cannot be made, a stale file cannot
@@ -41,19 +42,26 @@ extension NSPersistentContainer {
         let base = sanitizedStoreName(resolvedName)
         var name = base
         var suffix = 2
-        while testStoresInUse[name]?.isAlive == true {
+        var storeURL = folder.appendingPathComponent("\(name).store")
+        while true {
+            if testStoresInUse[name]?.isAlive != true {
+                // Stale files go through the store's own lock: a store another process has
+                // open under this name (an exit test's child shares its test's `#function`;
+                // two runs may share the folder) is left alone, and the next number tried.
+                // (Found in review: removing the files directly replaced a live store of
+                // another process, which went on saving into an unlinked file.)
+                do throws(FileStoreError) {
+                    try FileStore.destroy(at: storeURL)
+                    break
+                } catch where error.kind == .inUse || error.kind == .lockedByAnotherProcess {
+                    // taken: try the next name
+                } catch {
+                    throw TestContainerError(kind: .cannotRemoveStaleFile, path: storeURL.path, reason: "\(error)")
+                }
+            }
             name = "\(base)-\(suffix)"
             suffix += 1
-        }
-        let storeURL = folder.appendingPathComponent("\(name).store")
-        for sidecar in ["", "-lock", "-compact", "-new"] {
-            let path = storeURL.path + sidecar
-            guard FileManager.default.fileExists(atPath: path) else { continue }
-            do {
-                try FileManager.default.removeItem(atPath: path)
-            } catch {
-                throw TestContainerError(kind: .cannotRemoveStaleFile, path: path, reason: "\(error)")
-            }
+            storeURL = folder.appendingPathComponent("\(name).store")
         }
 
         // The container is named after the test as given (as CoreDataEvolution's is); only
