@@ -231,6 +231,70 @@ private enum RefreshParity {
         #expect(titles == ["B"])
     }
 
+    // MARK: merged deletions
+
+    /// Apple, mergeChanges(fromContextDidSave:): the merge "invokes delete(_:) on those which
+    /// have been deleted", so their delete rules run here too. B puts a new book on shelf S;
+    /// A deletes S (books cascade) and saves; B merges: the cascade reaches B's new book,
+    /// which is deleted with the shelf instead of being saved without one.
+    @Test func aMergedDeletionCascadesToWhatThisContextLinkedToIt() async throws {
+        let container = try Fixtures.container()
+        let seeded = try await Fixtures.seedShelf(container)
+        let a = container.newBackgroundContext()
+        let b = container.newBackgroundContext()
+        let newBook: Book = try b.performAndWait {
+            let book = Book(context: b)
+            book.title = "NewB"
+            book.shelf = try #require(try b.existingObject(with: seeded.shelf) as? Shelf)
+            return book
+        }
+        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: a, queue: nil) { note in
+            b.performAndWait { b.mergeChanges(fromContextDidSave: note) }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try a.performAndWait {
+            a.delete(try a.existingObject(with: seeded.shelf))
+            try a.save()
+        }
+        try b.performAndWait {
+            b.processPendingChanges()
+            #expect(!b.insertedObjects.contains(newBook), "the cascade did not reach the book inserted on the deleted shelf")
+            try b.save()
+        }
+        let check = container.newBackgroundContext()
+        let titles = try check.performAndWait { try check.fetch(Book.fetchRequest()).map(\.title) }
+        #expect(titles == [])
+    }
+
+    /// Other rules only unlink: B renames shelf S; A deletes book "A", whose rule towards
+    /// its shelf is nullify, and saves; B merges: S, changed in B, stays, without the book.
+    @Test func aMergedDeletionWithANullifyRuleOnlyUnlinks() async throws {
+        let container = try Fixtures.container()
+        let seeded = try await Fixtures.seedShelf(container)
+        let a = container.newBackgroundContext()
+        let b = container.newBackgroundContext()
+        try b.performAndWait {
+            let shelf = try #require(try b.existingObject(with: seeded.shelf) as? Shelf)
+            shelf.name = "Renamed in B"
+            _ = shelf.books.count
+        }
+        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: a, queue: nil) { note in
+            b.performAndWait { b.mergeChanges(fromContextDidSave: note) }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try a.performAndWait {
+            a.delete(try a.existingObject(with: seeded.a))
+            try a.save()
+        }
+        let (deleted, titles): (Bool, [String]) = try b.performAndWait {
+            let shelf = try #require(b.registeredObject(for: seeded.shelf) as? Shelf)
+            try b.save()
+            return (shelf.isDeleted, shelf.books.map(\.title))
+        }
+        #expect(!deleted)
+        #expect(titles == ["B"])
+    }
+
     // MARK: stale faults
 
     /// B fetches the books (returned as faults) and touches none. A, on the same

@@ -158,13 +158,21 @@ extension NSManagedObjectContext {
 
     /// Removes every reference to `gone` from the relationships of this context's changed
     /// objects (inserted, updated or deleted here), whose values a merge does not replace.
+    ///
+    /// Where the deleted object's rule for that relationship is cascade, the changed object
+    /// is deleted here as well: Core Data's merge calls `delete(_:)` on the objects deleted
+    /// elsewhere, and their rules then reach what this context linked to them. (Found in
+    /// review: a book inserted here on a shelf another context deleted was only unlinked,
+    /// and saved without a shelf.) Other rules unlink, as nullify does.
     private func unlinkFromChangedObjects(_ gone: Set<NSManagedObject>) {
         let goneRows = Set(gone.compactMap(\.rowID))
         var changed = insertions.objects
         changed.append(contentsOf: updatedSet)
         changed.append(contentsOf: deletedSet)
+        var cascaded: [NSManagedObject] = []
         for o in changed where !gone.contains(o) && !o.entity.hasOnlyPersistentAttributes {
             o.loadSlots()
+            var reached = false
             for (i, kind) in o.entity.slotKinds.enumerated() {
                 switch (kind, o.storedSlots[i]) {
                 case let (.toOne, .toOne(target?)) where gone.contains(target):
@@ -179,10 +187,14 @@ extension NSManagedObjectContext {
                     o.storedSlots[i] = .unresolvedToMany(rows.filter { !goneRows.contains($0) })
                     o.forgetToManyEdits()
                 default:
-                    break
+                    continue
                 }
+                let inverse = (o.entity.properties[i] as? NSRelationshipDescription)?.inverseRelationship
+                if inverse?.deleteRule == .cascadeDeleteRule { reached = true }
             }
+            if reached && !o.flags.contains(.deleted) { cascaded.append(o) }
         }
+        for o in cascaded { delete(o) }
     }
 
     /// After a merge or a conflict resolution chose `o`'s to-one relationship `i` over the
