@@ -91,6 +91,14 @@ final class ContextQueue: Sendable {
     /// Jobs run per drain before the drainer yields its global-pool thread.
     private static let drainBatch = 128
 
+    /// For the context: the least ``CommitClock`` reading of the fetches whose rows its
+    /// faults hold (`NSManagedObjectContext.heldRowsSince`). Here, not on the context,
+    /// because an object reads it for every fault it fires and holds its queue, not its
+    /// context: reaching the context retained it, a slow-path retain (a context has a side
+    /// table), ~250 instructions a fault. Read and written on the queue only; atomic so that
+    /// the class stays `Sendable`.
+    let heldRowsSince = Atomic<UInt64>(.max)
+
     init(kind: Kind, label: String) {
         self.kind = kind
         self.label = label

@@ -282,27 +282,15 @@ extension NSManagedObjectContext {
         return fault(for: key, entity: entity, holding: row)
     }
 
-    /// Notes that faults here are about to hold rows `store` returns after its change count
-    /// read `count` (read before the rows, so the rows are at least that new).
-    func noteHeldRows(from store: any PersistentStore, readAt count: UInt64?) {
-        guard let held = heldRows, held.store === store else {
-            // Rows held from another store (one removed since) are checked one by one.
-            heldRows = (store, heldRows == nil ? count : nil)
-            return
-        }
-        if let since = held.since, let count, since <= count { return }
-        heldRows = (store, nil as UInt64?)
-    }
-
     /// Whether `row`, which a fault here holds, is still the store's version of it: no commit
-    /// since the rows were read, or the store's version is the same. A row that cannot be
-    /// checked (the store fails to answer) is used as it is.
+    /// since the rows were fetched (see ``CommitClock``), or the store's version is the same.
+    /// A row that cannot be checked (the store fails to answer) is used as it is.
     ///
     /// A fault filled with an older row showed values another context had already saved
     /// over, and its next save then conflicted; Core Data fills faults from the
     /// coordinator's row cache, which every save updates. (Found in review.)
     func heldRowIsCurrent(_ row: StoreRow) -> Bool {
-        if let held = heldRows, let since = held.since, held.store.changeCount == since { return true }
+        if heldRowsSince == CommitClock.now { return true }
         guard let store = try? coordinator.primaryStore(for: "firing a fault") else { return true }
         do { return try store.rowVersion(row.id) == row.version } catch { return true }
     }

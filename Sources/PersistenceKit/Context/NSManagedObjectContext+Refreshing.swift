@@ -157,7 +157,7 @@ extension NSManagedObjectContext {
         noteDeparture()
         registeredByID = ObjectRegistry()
         temporaries = ObjectRegistry()
-        heldRows = nil
+        heldRowsSince = .max
         insertions.removeAll()
         updatedSet = []
         deletedSet = []

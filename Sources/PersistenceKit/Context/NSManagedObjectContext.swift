@@ -85,9 +85,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// (see `shouldDeleteInaccessibleFaults`); the next save or reset discards them, and a
     /// rollback (or `insert(_:)` of one) turns them back into faults.
     @exclusivity(unchecked) var inaccessibleObjects: Set<NSManagedObject> = []
-    /// The store that faults here hold fetched rows of, and the least of its change counts
-    /// at those fetches (`nil`: not known); see `heldRowIsCurrent(_:)`.
-    @exclusivity(unchecked) var heldRows: (store: any PersistentStore, since: UInt64?)?
+    /// The least reading of ``CommitClock`` when fetches here read the rows that faults
+    /// hold; `.max` before any fetch. See `heldRowIsCurrent(_:)`. Kept on the queue, which
+    /// objects reach without retaining the context (see `ContextQueue.heldRowsSince`).
+    var heldRowsSince: UInt64 {
+        get { queue.heldRowsSince.load(ordering: .relaxed) }
+        set { queue.heldRowsSince.store(newValue, ordering: .relaxed) }
+    }
     /// Deletions whose delete rules have not been applied yet.
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
     /// Pending deletions whose delete rules run again because a merge changed their links;

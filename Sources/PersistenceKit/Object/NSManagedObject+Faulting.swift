@@ -43,8 +43,8 @@ extension NSManagedObject {
     func fireFault() {
         // A fault made for a fetched row already holds it as its values (`holdRow`), unless
         // a commit replaced that row since: then it loads the current one below.
-        if valueStorage == .snapshot, let held = storedSnapshot {
-            if owningContext?.heldRowIsCurrent(held) ?? true {
+        if valueStorage == .snapshot, storedSnapshot != nil {
+            if noCommitSinceRowsWereFetched || (owningContext?.heldRowIsCurrent(storedSnapshot!) ?? true) {
                 flags.remove(.fault)
                 awakeFromFetch()
                 return

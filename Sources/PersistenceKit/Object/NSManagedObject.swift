@@ -209,6 +209,14 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         moreFlags.remove(.toManyEditsTracked)
     }
 
+    /// Whether no store commit happened since the owning context fetched the rows its
+    /// faults hold (see ``CommitClock``). Read through the queue: going through the context
+    /// retained it for every fault fired (see `ContextQueue.heldRowsSince`).
+    @inline(__always)
+    final var noCommitSinceRowsWereFetched: Bool {
+        contextQueue?.heldRowsSince.load(ordering: .relaxed) == CommitClock.now
+    }
+
     /// The owning context, for bookkeeping that must not go through the accessor's debug
     /// check (see `NSManagedObject+ToManyEdits.swift`).
     @inline(__always)

@@ -22,7 +22,6 @@ public final class InMemoryStore: PersistentStore {
     /// See ``PersistentStore``.
     public let metadata: [String: String]
     private let state = Lock(State())
-    private let changes = Atomic<UInt64>(0)
     /// Keeps both ends of each stored link in agreement at commit.
     private let links: LinkKeeper
 
@@ -38,9 +37,6 @@ public final class InMemoryStore: PersistentStore {
             "ModelVersionHash": model.versionHashString,
         ]
     }
-
-    /// See ``PersistentStore``.
-    public var changeCount: UInt64? { changes.load(ordering: .acquiring) }
 
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
@@ -68,7 +64,6 @@ public final class InMemoryStore: PersistentStore {
                 }
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
-            changes.add(1, ordering: .releasing)  // before any row changes (see `changeCount`)
             var transaction = transaction
             links.apply(to: &transaction) { id in s.tables[id.entity]?[id.primaryKey] }
             var committed: [StoreRow] = []

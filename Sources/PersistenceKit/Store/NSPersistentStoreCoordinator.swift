@@ -234,7 +234,10 @@ public final class NSPersistentStoreCoordinator: Sendable {
 
     /// Commits under the coordinator's write lock.
     func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> StoreCommitResult {
-        try commitLock.withLock { _ in try store.commit(transaction) }
+        try commitLock.withLock { _ in
+            CommitClock.tick()  // before any row changes (a commit that then fails only costs checks)
+            return try store.commit(transaction)
+        }
     }
 
     // MARK: Automatic merging

@@ -55,12 +55,6 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The row's version, or `nil` when there is no such row. Implement it when the answer is
     /// cheaper than fetching the row; the default fetches it.
     func rowVersion(_ id: StoreRowID) throws -> Int64?
-    /// A count that grows before each commit changes rows, or `nil` when the store keeps
-    /// none. A context holding rows read when the count was `c` knows they are current while
-    /// it is still `c`; otherwise it asks ``rowVersion(_:)`` before it uses one (as Core
-    /// Data fills a fault from the coordinator's row cache, which every save updates). (A
-    /// default is provided: `nil`.)
-    var changeCount: UInt64? { get }
 }
 
 extension PersistentStore {
@@ -69,9 +63,6 @@ extension PersistentStore {
 
     /// The row's version, by fetching it.
     public func rowVersion(_ id: StoreRowID) throws -> Int64? { try fetchRow(id)?.version }
-
-    /// `nil`: the store keeps no change count, so contexts check each held row's version.
-    public var changeCount: UInt64? { nil }
 
     /// Does nothing: a store whose keys do not outlive it has nothing to record.
     public func recordAllocatedKeys(entities: [Int32]) throws {}

@@ -116,9 +116,6 @@ extension FileStore {
     }
 
     /// See ``PersistentStore``.
-    public var changeCount: UInt64? { changes.load(ordering: .acquiring) }
-
-    /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         var transaction = transaction
         return try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
@@ -142,9 +139,6 @@ extension FileStore {
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
             if transaction.isEmpty { return .committed([]) }
-            // Before any row changes: a reader that still sees the old count may use rows it
-            // read earlier (raised for a commit that then fails too, which only costs checks).
-            changes.add(1, ordering: .releasing)
             try links.apply(to: &transaction) { id throws(FileStoreError) -> StoreRow? in
                 guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
                 return try decodeRow(id, ref, in: &s)

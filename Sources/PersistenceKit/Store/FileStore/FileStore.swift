@@ -91,8 +91,6 @@ public final class FileStore: PersistentStore {
     /// The derived to-many columns, which the store fills in from the owning ends.
     let derivedLayout: DerivedEnds.Layout
     let state: Lock<State>
-    /// See ``changeCount``; raised under `state`'s lock before a commit writes.
-    let changes = Atomic<UInt64>(0)
 
     /// Where a row's encoded values are in the image, and its version.
     ///
