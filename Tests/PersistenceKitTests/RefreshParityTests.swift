@@ -295,6 +295,45 @@ private enum RefreshParity {
         #expect(titles == ["B"])
     }
 
+    // MARK: conflicts behind link upkeep
+
+    /// A renames shelf S; B renames it too and saves. A then deletes one of S's books: the
+    /// nullify rule moves A's S onto B's row to keep the link ends in agreement. A's save
+    /// must still conflict under the default policy, as Core Data's does (Guide, "Saving");
+    /// before the fix it succeeded and overwrote B's name. After refreshing S with merging,
+    /// A's save goes through with A's name on top.
+    @Test func aConflictHiddenBehindADeleteRuleIsStillReported() async throws {
+        let container = try Fixtures.container()
+        let seeded = try await Fixtures.seedShelf(container)
+        let a = container.newBackgroundContext()
+        let b = container.newBackgroundContext()
+        try a.performAndWait {
+            let shelf = try #require(try a.existingObject(with: seeded.shelf) as? Shelf)
+            shelf.name = "A's name"
+            _ = shelf.books.count
+        }
+        try b.performAndWait {
+            try #require(try b.existingObject(with: seeded.shelf) as? Shelf).name = "B's name"
+            try b.save()
+        }
+        try a.performAndWait {
+            a.delete(try a.existingObject(with: seeded.a))
+            let error = try #require(throws: CoreDataError.self) { try a.save() }
+            #expect(error.code == .managedObjectMerge)
+            #expect(error.conflicts.map(\.objectID) == [seeded.shelf])
+            let shelf = try #require(a.registeredObject(for: seeded.shelf) as? Shelf)
+            a.refresh(shelf, mergeChanges: true)
+            try a.save()
+        }
+        let check = container.newBackgroundContext()
+        let (name, titles): (String, [String]) = try check.performAndWait {
+            let shelf = try #require(try check.existingObject(with: seeded.shelf) as? Shelf)
+            return (shelf.name, shelf.books.map(\.title))
+        }
+        #expect(name == "A's name")
+        #expect(titles == ["B"])
+    }
+
     // MARK: stale faults
 
     /// B fetches the books (returned as faults) and touches none. A, on the same

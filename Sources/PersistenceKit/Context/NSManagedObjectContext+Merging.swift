@@ -135,6 +135,7 @@ extension NSManagedObjectContext {
             unprocessed.updated.remove(o)
             o.flags.remove(.changeRecorded)
             unprocessed.deleted.remove(o)
+            rebasedWhileChanged[ObjectIdentifier(o)] = nil
             deleted.insert(o)
         }
         // Objects that pointed at deleted ones let go of them. The saver's changes to those
@@ -330,7 +331,15 @@ extension NSManagedObjectContext {
         // one pass at a time quadratic (found in review: 4,000 deletions took 3.6 s).
         guard let version = try? store.rowVersion(id), version > snapshot.version, let row = try? store.fetchRow(id)
         else { return }
+        let key = ObjectIdentifier(t)
+        let readVersion = rebasedWhileChanged[key]?.readVersion ?? snapshot.version
         rebase(t, onto: row)
+        // Its edits now sit on a row another context saved, which the save's version check
+        // no longer sees: remembered, so that the error policy still reports the conflict.
+        // (Found in review: deleting one of a shelf's books moved the edited shelf onto the
+        // row another context had saved with a new name, and the save overwrote that name
+        // without a conflict.)
+        if t.flags.contains(.updated) { rebasedWhileChanged[key] = (t, readVersion) }
     }
 
     /// After a conflict resolution replaced all of `o`'s relationships with one side's,
@@ -376,6 +385,9 @@ extension NSManagedObjectContext {
     /// since its old snapshot. A to-many relationship changed on both sides keeps both
     /// sides' additions and removals, as a conflict merge does (`mergedToMany`).
     func rebase(_ o: NSManagedObject, onto row: StoreRow) {
+        // Moved on by a merge, a refresh or a settled conflict: its edits are on top of what
+        // it was told of, so no conflict is left to report (`bringUpToDate` notes it again).
+        if !rebasedWhileChanged.isEmpty { rebasedWhileChanged[ObjectIdentifier(o)] = nil }
         if o.valueStorage == .snapshot && !o.flags.contains(.updated) {
             o.install(row)  // nothing changed since the old snapshot: the new one is the values
             return

@@ -19,6 +19,7 @@ extension NSManagedObjectContext {
     }
 
     private func refreshOne(_ object: NSManagedObject, mergeChanges flag: Bool) {
+        if !rebasedWhileChanged.isEmpty { rebasedWhileChanged[ObjectIdentifier(object)] = nil }
         if flag && object.flags.contains(.updated) && !object.flags.contains(.fault) {
             if let row = rowForFault(object) { rebase(object, onto: row) }
             return
@@ -136,6 +137,7 @@ extension NSManagedObjectContext {
         updatedSet = []
         deletedSet = []
         inaccessibleObjects = []
+        rebasedWhileChanged = [:]
         pendingDeletes = []
         deleteRulesRerun = []
         clearUnprocessed()
@@ -158,6 +160,7 @@ extension NSManagedObjectContext {
         registeredByID = ObjectRegistry()
         temporaries = ObjectRegistry()
         heldRowsSince = .max
+        rebasedWhileChanged = [:]
         insertions.removeAll()
         updatedSet = []
         deletedSet = []

@@ -67,6 +67,7 @@ extension NSManagedObjectContext {
         var deleted = objectsInSaveOrder(deletedSet)
         try validatePendingChanges(inserted, updated, deleted)
         try includeChangesOfValidationHooks(&inserted, &insertedVersion, &updated, &deleted)
+        try reportConflictsOfRebasedObjects()
 
         // Usually none has a permanent ID yet: then no second array of every object.
         let needingRows = inserted.contains(where: \.hasPermanentKey) ? inserted.filter { !$0.hasPermanentKey } : inserted
@@ -104,6 +105,34 @@ extension NSManagedObjectContext {
                 updated = objectsInSaveOrder(updatedSet)
             }
         }
+    }
+
+    /// Under the error policy, a changed object that link upkeep moved onto a row saved
+    /// elsewhere (`rebasedWhileChanged`) is a conflict, reported before anything is
+    /// written, as the store's version check would have reported it. Other policies save
+    /// it: its edits already sit on the newer row.
+    private func reportConflictsOfRebasedObjects() throws {
+        guard !rebasedWhileChanged.isEmpty else { return }
+        rebasedWhileChanged = rebasedWhileChanged.filter { updatedSet.contains($0.value.object) }
+        guard !rebasedWhileChanged.isEmpty, mergePolicyStorage.mergeType == .errorMergePolicyType else { return }
+        let conflicts = rebasedWhileChanged.values.map { entry in
+            NSMergeConflict(
+                objectID: entry.object.objectID, oldVersionNumber: Int(entry.readVersion),
+                newVersionNumber: Int(entry.object.snapshot?.version ?? 0))
+        }
+        .sorted { $0.oldVersionNumber < $1.oldVersionNumber }
+        throw Self.mergeConflictError(conflicts)
+    }
+
+    /// The error of a save that met `conflicts` under the error policy (or on its last attempt).
+    static func mergeConflictError(_ conflicts: [NSMergeConflict]) -> CoreDataError {
+        CoreDataError(
+            .managedObjectMerge,
+            "the save conflicts with changes saved elsewhere since these objects were read "
+                + "(\(conflicts.map(\.description).joined(separator: "; "))). Nothing was written. Refresh the objects "
+                + "(refresh(_:mergeChanges:)) and save again, or set a merge policy such as "
+                + "NSMergeByPropertyObjectTrumpMergePolicy.",
+            conflicts: conflicts)
     }
 
     /// Objects the validation hooks inserted, changed or deleted beyond the lists join this
@@ -271,13 +300,7 @@ extension NSManagedObjectContext {
         let policy = mergePolicyStorage.mergeType
         let updatedButGone = conflicts.contains { $0.current == nil }
         if policy == .errorMergePolicyType || updatedButGone || finalAttempt {
-            throw CoreDataError(
-                .managedObjectMerge,
-                "the save conflicts with changes saved elsewhere since these objects were read "
-                    + "(\(reported.map(\.description).joined(separator: "; "))). Nothing was written. Refresh the objects "
-                    + "(refresh(_:mergeChanges:)) and save again, or set a merge policy such as "
-                    + "NSMergeByPropertyObjectTrumpMergePolicy.",
-                conflicts: reported)
+            throw Self.mergeConflictError(reported)
         }
         // To-many relationships a by-property policy settled, whose other ends are made to
         // agree once every conflicting object is settled (see `reconcileToMany`): first those
@@ -463,6 +486,7 @@ extension NSManagedObjectContext {
         // discarded.) `updated` and `deleted` are subsets of the sets: equal counts, nothing
         // left, and no pass over a large save.
         if updatedSet.count == updated.count { updatedSet = [] } else { updatedSet.subtract(updated) }
+        if !rebasedWhileChanged.isEmpty { rebasedWhileChanged = rebasedWhileChanged.filter { updatedSet.contains($0.value.object) } }
         if deletedSet.count == deleted.count { deletedSet = [] } else { deletedSet.subtract(deleted) }
 
         var changes = SavedChanges(rows: committed)

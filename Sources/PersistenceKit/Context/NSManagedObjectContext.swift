@@ -85,6 +85,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// (see `shouldDeleteInaccessibleFaults`); the next save or reset discards them, and a
     /// rollback (or `insert(_:)` of one) turns them back into faults.
     @exclusivity(unchecked) var inaccessibleObjects: Set<NSManagedObject> = []
+    /// Changed objects that link upkeep moved onto a newer row (`bringUpToDate`), with the
+    /// version they were read at: under the error policy their save is a conflict, as it
+    /// would have been without the move. Cleared when they are saved, refreshed, merged,
+    /// rolled back or leave the context.
+    @exclusivity(unchecked) var rebasedWhileChanged: [ObjectIdentifier: (object: NSManagedObject, readVersion: Int64)] = [:]
     /// The least reading of ``CommitClock`` when fetches here read the rows that faults
     /// hold; `.max` before any fetch. See `heldRowIsCurrent(_:)`. Kept on the queue, which
     /// objects reach without retaining the context (see `ContextQueue.heldRowsSince`).
