@@ -217,8 +217,10 @@ extension NSManagedObjectContext {
     private func deleteRuleReaches(_ t: NSManagedObject) -> Bool {
         if t.flags.contains(.invalidated) { return false }
         guard t.flags.contains(.fault), t.snapshot == nil else { return true }
+        let readAt = CommitClock.now
         guard let row = rowForFault(t) else { return false }
         t.holdRow(row)
+        noteHeldRow(readAt: readAt)
         return true
     }
 

@@ -103,7 +103,7 @@ extension NSManagedObjectContext {
         if pending { processPendingChanges() }
         let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
         let storeFilter = requestFilter?.storeFilter(for: entity)
-        heldRowsSince = min(heldRowsSince, CommitClock.now)  // read before the rows: they are at least this new
+        noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
         let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
         var matches: [NSManagedObject] = []
         var unfiltered: [NSManagedObject] = []

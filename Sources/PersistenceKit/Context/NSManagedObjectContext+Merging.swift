@@ -106,13 +106,18 @@ extension NSManagedObjectContext {
             // rerun its delete rules on them. (Found in review: the merge left an unchanged
             // shelf "updated" by the nullify rule, after the deletion was merged too.)
             if o.flags.contains(.deleted) && inaccessibleObjects.contains(o) { continue }
-            let row = id.rowID.flatMap { rows[$0] } ?? rowForFault(o)
-            guard let row else { continue }
+            let readAt = CommitClock.now
+            let saved = id.rowID.flatMap { rows[$0] }
+            guard let row = saved ?? rowForFault(o) else { continue }
             // Saves are broadcast after the commit lock is released, so two merges can
             // arrive out of order: never move an object back to an older version.
             if let current = o.snapshot, current.version >= row.version { continue }
             if o.flags.contains(.fault) {
                 o.holdRow(row)
+                // A held row is checked against later commits like a fetched one (found in
+                // review: a merged row, replaced by a save not merged here, passed for current
+                // once a later fetch noted a newer reading).
+                noteHeldRow(readAt: saved == nil ? readAt : changes.clock)
             } else {
                 rebase(o, onto: row)
             }

@@ -282,6 +282,13 @@ extension NSManagedObjectContext {
         return fault(for: key, entity: entity, holding: row)
     }
 
+    /// Notes that a fault now holds a row that was current when ``CommitClock`` read `clock`
+    /// (read before the row was: see `heldRowIsCurrent(_:)`).
+    @inline(__always)
+    func noteHeldRow(readAt clock: UInt64) {
+        if clock < heldRowsSince { heldRowsSince = clock }
+    }
+
     /// Whether `row`, which a fault here holds, is still the store's version of it: no commit
     /// since the rows were fetched (see ``CommitClock``), or the store's version is the same.
     /// A row that cannot be checked (the store fails to answer) is used as it is.

@@ -44,6 +44,11 @@ extension NSManagedObjectContext {
                     object.dropRow()  // the save reads the current version
                 } else if let row = rowForFault(object) {
                     rebase(object, onto: row)
+                    // The current row may link objects the delete rules never saw: they run
+                    // again at the next processing, as after a merge (found in review: a book
+                    // put on the shelf meanwhile survived the shelf's cascade, without a shelf).
+                    deleteRulesRerun.insert(ObjectIdentifier(object))
+                    pendingDeletes.append(object)
                 }
                 return
             }

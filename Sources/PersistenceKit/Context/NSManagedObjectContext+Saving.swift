@@ -7,6 +7,8 @@ struct SavedChanges: Sendable {
     var deleted: [NSManagedObjectID] = []
     /// The rows as committed, so merging contexts need not read them back.
     var rows: [StoreRow] = []
+    /// The ``CommitClock`` reading as of which `rows` are current (0: not known).
+    var clock: UInt64 = 0
 }
 
 // The save pipeline:
@@ -81,8 +83,9 @@ extension NSManagedObjectContext {
                 inserted: inserted, updated: updated.filter { updatedSet.contains($0) },
                 deleted: deleted.filter { deletedSet.contains($0) })
             let result: StoreCommitResult
+            let clock: UInt64
             do {
-                result = try coordinator.commit(transaction, to: store)
+                (result, clock) = try coordinator.commit(transaction, to: store)
             } catch let error as CoreDataError {
                 throw error
             } catch {
@@ -96,7 +99,7 @@ extension NSManagedObjectContext {
                 finished = true
                 finishSave(
                     inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
-                    written: written, sent: transaction, committed: rows, store: store)
+                    written: written, sent: transaction, committed: rows, clock: clock, store: store)
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -358,7 +361,15 @@ extension NSManagedObjectContext {
                 // not in conflict, and its change is saved, as Core Data saves a book's
                 // foreign key whatever becomes of its shelf. (Found in review: a book inserted
                 // on the shelf was saved without it, and a book taken off it was put back.)
-                let held = linksHeldByOthers(o)
+                // Only to-manys count, and only targets not in conflict themselves: `o`'s own
+                // to-one is its own column, which the rollback restores (found in review: a
+                // book moved to another shelf stayed there, both shelves' inverse changes
+                // taken for their own, and with both ends in conflict each kept the link for
+                // the other).
+                let held = linksHeldByOthers(o).filter { link in
+                    (o.entity.properties[link.index] as? NSRelationshipDescription)?.isToMany == true
+                        && !objects.contains { $0.1 === link.target }
+                }
                 let mine = o.slots
                 o.install(current)
                 o.flags.subtract([.updated, .deleted, .changeRecorded])
@@ -461,7 +472,7 @@ extension NSManagedObjectContext {
     private func finishSave(
         inserted: [NSManagedObject], insertedVersion: Int, updated allUpdated: [NSManagedObject],
         deleted allDeleted: [NSManagedObject],
-        written: [NSManagedObject], sent: StoreTransaction, committed: [StoreRow], store: any PersistentStore
+        written: [NSManagedObject], sent: StoreTransaction, committed: [StoreRow], clock: UInt64, store: any PersistentStore
     ) {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
@@ -489,7 +500,7 @@ extension NSManagedObjectContext {
         if !rebasedWhileChanged.isEmpty { rebasedWhileChanged = rebasedWhileChanged.filter { updatedSet.contains($0.value.object) } }
         if deletedSet.count == deleted.count { deletedSet = [] } else { deletedSet.subtract(deleted) }
 
-        var changes = SavedChanges(rows: committed)
+        var changes = SavedChanges(rows: committed, clock: clock)
         changes.inserted.reserveCapacity(inserted.count)
         func keepCommitted(_ row: StoreRow, in o: NSManagedObject, sent: StoreRow) {
             if o.entity.hasOnlyPersistentAttributes {

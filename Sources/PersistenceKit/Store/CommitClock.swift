@@ -1,13 +1,17 @@
 import Synchronization
 
-/// A process-wide count of store commits, raised by the coordinator before each one.
+/// A process-wide count of store commits, raised by the coordinator after each one.
 ///
-/// A context that fetched rows when the clock read `t` knows that the rows its faults hold
-/// are still the stores' while the clock still reads `t`; only after some commit does it ask
-/// the store for a row's version before filling a fault with it (see
+/// A context that read the clock at `t` before it read rows knows that the rows its faults
+/// hold are still the stores' while the clock still reads `t`; only after some commit does
+/// it ask the store for a row's version before filling a fault with it (see
 /// `NSManagedObjectContext.heldRowIsCurrent(_:)`). One clock for every store, so that the
 /// check is one atomic load, with no reference to a store or context taken: a commit to an
 /// unrelated store only costs those version checks.
+///
+/// The tick comes after the commit has changed its rows: a reader that sees it then reads
+/// the new rows. (Found in review: ticked before, a fetch could read the new reading and
+/// then the old rows, which no later check questioned.)
 enum CommitClock {
     private static let ticks = Atomic<UInt64>(0)
 
@@ -15,7 +19,8 @@ enum CommitClock {
     @inline(__always)
     static var now: UInt64 { ticks.load(ordering: .acquiring) }
 
-    /// Advances the clock: called before a commit changes any row, so that a reader still
-    /// seeing the old reading has not missed a change that was made.
-    static func tick() { ticks.add(1, ordering: .acquiringAndReleasing) }
+    /// Advances the clock once a commit's rows are in place; returns the new reading, as of
+    /// which those rows are current.
+    @discardableResult
+    static func tick() -> UInt64 { ticks.add(1, ordering: .acquiringAndReleasing).newValue }
 }

@@ -232,11 +232,18 @@ public final class NSPersistentStoreCoordinator: Sendable {
         return persistentStore(withIdentifier: store) != nil
     }
 
-    /// Commits under the coordinator's write lock.
-    func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> StoreCommitResult {
+    /// Commits `transaction` to `store` under the coordinator's write lock; returns the
+    /// result with the ``CommitClock`` reading as of which the committed rows are current.
+    func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> (StoreCommitResult, clock: UInt64) {
         try commitLock.withLock { _ in
-            CommitClock.tick()  // before any row changes (a commit that then fails only costs checks)
-            return try store.commit(transaction)
+            let result: StoreCommitResult
+            do {
+                result = try store.commit(transaction)
+            } catch {
+                CommitClock.tick()  // a failed store may have changed rows; a tick only costs checks
+                throw error
+            }
+            return (result, CommitClock.tick())  // after the rows changed
         }
     }
 
