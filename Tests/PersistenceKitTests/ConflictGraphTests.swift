@@ -353,6 +353,16 @@ func storedGraphProblems(_ store: any PersistentStore, _ model: NSManagedObjectM
     }
 }
 
+/// Saves `context` (on its queue), then refreshes every object with merging and saves
+/// again: "saved, saved", or "threw <code>, saved" when the first save met a conflict.
+func saveRefreshingOnConflict(_ context: NSManagedObjectContext) -> String {
+    var outcome = ""
+    do { try context.save(); outcome = "saved" } catch { outcome = "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
+    context.refreshAllObjects()
+    do { try context.save(); outcome += ", saved" } catch { outcome += ", threw again: \(error)" }
+    return outcome
+}
+
 /// The merge policies by number: error, object trump, store trump, overwrite, rollback.
 func policyNumbered(_ i: Int) -> NSMergePolicy {
     [NSErrorMergePolicy, NSMergeByPropertyObjectTrumpMergePolicy, NSMergeByPropertyStoreTrumpMergePolicy, NSOverwriteMergePolicy, NSRollbackMergePolicy][i]
@@ -391,13 +401,9 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
             let x = a.object(with: bookID) as! Book
             x.$authors.insert(q)
             x.$authors.remove(q)
-            var outcome = ""
-            do { try a.save(); outcome = "saved" } catch { outcome = "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
             // Edited after B's save changed its row: a conflict under the default policy, as
             // in Core Data; refreshed with merging (A's removal on top), it saves.
-            a.refreshAllObjects()
-            do { try a.save(); outcome += ", saved" } catch { outcome += ", threw again: \(error)" }
-            return outcome
+            return saveRefreshingOnConflict(a)
         }
         #expect(outcome == "threw 133020, saved")
         #expect(try storedGraphProblems(c1) == [])
@@ -662,13 +668,9 @@ func policyNumbered(_ i: Int) -> NSMergePolicy {
             let x = a.object(with: bookID) as! Book
             a.refresh(x, mergeChanges: true)  // X at its newest version; Q still at its first
             a.delete(x)
-            var outcome = ""
-            do { try a.save(); outcome = "saved" } catch { outcome = "threw \((error as? CoreDataError)?.code.rawValue ?? -1)" }
             // Q, edited here, was changed by B's save: a conflict under the default policy, as
             // in Core Data; refreshed with merging, the deletion saves.
-            a.refreshAllObjects()
-            do { try a.save(); outcome += ", saved" } catch { outcome += ", threw again: \(error)" }
-            return outcome
+            return saveRefreshingOnConflict(a)
         }
         #expect(outcome == "threw 133020, saved")
         #expect(try storedGraphProblems(c1) == [])

@@ -289,15 +289,15 @@ extension NSManagedObjectContext {
         if clock < heldRowsSince { heldRowsSince = clock }
     }
 
-    /// Whether `row`, which a fault here holds, is still the store's version of it: no commit
-    /// since the rows were fetched (see ``CommitClock``), or the store's version is the same.
-    /// A row that cannot be checked (the store fails to answer) is used as it is.
+    /// Whether `row`, which a fault here holds, is still the store's version of it, asked of
+    /// the store: for faults fired after some commit (with none since the rows were read,
+    /// `NSManagedObject.noCommitSinceRowsWereFetched` answers without asking). A row that
+    /// cannot be checked (the store fails to answer) is used as it is.
     ///
     /// A fault filled with an older row showed values another context had already saved
     /// over, and its next save then conflicted; Core Data fills faults from the
     /// coordinator's row cache, which every save updates. (Found in review.)
     func heldRowIsCurrent(_ row: StoreRow) -> Bool {
-        if heldRowsSince == CommitClock.now { return true }
         guard let store = try? coordinator.primaryStore(for: "firing a fault") else { return true }
         do { return try store.rowVersion(row.id) == row.version } catch { return true }
     }
