@@ -326,22 +326,12 @@ private func seedLibrary(_ container: NSPersistentContainer) async throws -> Lib
 }
 
 /// An in-memory store that counts the single-row reads the context makes.
-final class RowReadCountingStore: PersistentStore {
+final class RowReadCountingStore: ForwardingStore {
     let base: InMemoryStore
     let rowReads = Atomic<Int>(0)
 
     init(model: NSManagedObjectModel) { base = InMemoryStore(model: model) }
 
-    var identifier: String { base.identifier }
-    var type: String { base.type }
-    var url: URL? { base.url }
-    var metadata: [String: String] { base.metadata }
-    func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
-        try base.allocatePrimaryKeys(entity: entity, count: count)
-    }
-    func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult { try base.commit(transaction) }
-    func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] { try base.fetchRows(entity: entity, filter: filter) }
-    func countRows(entity: Int32, filter: StoreFilter?) throws -> Int { try base.countRows(entity: entity, filter: filter) }
     func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
         rowReads.add(1, ordering: .relaxed)
         return try base.fetchRow(id)

@@ -248,9 +248,7 @@ private enum RefreshParity {
             book.shelf = try #require(try b.existingObject(with: seeded.shelf) as? Shelf)
             return book
         }
-        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: a, queue: nil) { note in
-            b.performAndWait { b.mergeChanges(fromContextDidSave: note) }
-        }
+        let token = mergeSaves(of: a, into: b)
         defer { NotificationCenter.default.removeObserver(token) }
         try a.performAndWait {
             a.delete(try a.existingObject(with: seeded.shelf))
@@ -278,9 +276,7 @@ private enum RefreshParity {
             shelf.name = "Renamed in B"
             _ = shelf.books.count
         }
-        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: a, queue: nil) { note in
-            b.performAndWait { b.mergeChanges(fromContextDidSave: note) }
-        }
+        let token = mergeSaves(of: a, into: b)
         defer { NotificationCenter.default.removeObserver(token) }
         try a.performAndWait {
             a.delete(try a.existingObject(with: seeded.a))

@@ -6,7 +6,7 @@ import Testing
 
 /// An in-memory store whose commit can be held before any row changes: the protocol lets
 /// reads run concurrently with a commit.
-final class GatedCommitStore: PersistentStore {
+final class GatedCommitStore: ForwardingStore {
     let base: InMemoryStore
     let armed = Atomic<Bool>(false)
     let entered = DispatchSemaphore(value: 0)
@@ -14,13 +14,6 @@ final class GatedCommitStore: PersistentStore {
 
     init(model: NSManagedObjectModel) { base = InMemoryStore(model: model) }
 
-    var identifier: String { base.identifier }
-    var type: String { base.type }
-    var url: URL? { base.url }
-    var metadata: [String: String] { base.metadata }
-    func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
-        try base.allocatePrimaryKeys(entity: entity, count: count)
-    }
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if armed.exchange(false, ordering: .acquiringAndReleasing) {
             entered.signal()
@@ -28,9 +21,6 @@ final class GatedCommitStore: PersistentStore {
         }
         return try base.commit(transaction)
     }
-    func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] { try base.fetchRows(entity: entity, filter: filter) }
-    func countRows(entity: Int32, filter: StoreFilter?) throws -> Int { try base.countRows(entity: entity, filter: filter) }
-    func fetchRow(_ id: StoreRowID) throws -> StoreRow? { try base.fetchRow(id) }
 }
 
 final class TransientFolder: NSManagedObject {
