@@ -482,18 +482,115 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
             context.refresh(plain, mergeChanges: true)
             context.refreshAllObjects()
         }
+        // One notification: refreshes are announced together, when `refreshAllObjects()`
+        // processes pending changes.
         notes = log.all
-        try #require(notes.count == 3)
+        try #require(notes.count == 1)
         #expect(notes[0].ids[NSUpdatedObjectsKey] == [changedID])
-        #expect(notes[0].ids[NSRefreshedObjectsKey] == nil)
-        #expect(notes[1].ids[NSRefreshedObjectsKey] == [plainID])
-        #expect(notes[1].ids[NSUpdatedObjectsKey] == nil)
-        #expect(notes[2].ids[NSRefreshedObjectsKey] == [plainID])
-        #expect(notes[2].ids[NSUpdatedObjectsKey] == [changedID])
+        #expect(notes[0].ids[NSRefreshedObjectsKey] == [plainID])
         try context.performAndWait { () throws in
             let changed = try #require(context.registeredObject(for: changedID) as? Book)
             #expect(changed.title == "local" && changed.pages == 9)
         }
+    }
+
+    /// Core Data collects refreshed objects and announces them when it processes pending
+    /// changes: not one notification per `refresh(_:mergeChanges:)`.
+    @Test func refreshesAreAnnouncedTogetherWhenPendingChangesAreProcessed() async throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let (a, b) = try context.performAndWait {
+            let a = Book(context: context)
+            let b = Book(context: context)
+            try context.save()
+            return (a.objectID, b.objectID)
+        }
+        let log = NoteLog()
+        let tokens = observe([.NSManagedObjectContextObjectsDidChange], of: context, into: log)
+        defer { stopObserving(tokens) }
+        try context.performAndWait { () throws in
+            context.refresh(try #require(context.registeredObject(for: a)), mergeChanges: false)
+            context.refresh(try #require(context.registeredObject(for: b)), mergeChanges: true)
+            #expect(log.all.isEmpty)  // performAndWait does not process pending changes
+            let inserted = Book(context: context)
+            context.processPendingChanges()
+            let notes = log.all
+            #expect(notes.count == 1)
+            #expect(notes.first?.ids[NSRefreshedObjectsKey] == [a, b])
+            #expect(notes.first?.ids[NSInsertedObjectsKey] == [inserted.objectID])
+        }
+        // A `perform` block announces its refreshes when it ends.
+        log.clear()
+        await context.perform {
+            if let object = context.registeredObject(for: a) { context.refresh(object, mergeChanges: false) }
+        }
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.ids[NSRefreshedObjectsKey] == [a])
+    }
+
+    /// Core Data's merge announces the updates of objects in use; a registered fault takes
+    /// the new values silently. The did-merge notification carries every ID of the save,
+    /// registered here or not, and as refreshed only what objects-did-change listed so.
+    @Test func mergesAnnounceLoadedObjectsAndDidMergeCarriesEverySavedID() throws {
+        let container = try Fixtures.container()
+        let writer = container.newBackgroundContext()
+        let reader = container.newBackgroundContext()
+        let ids = try writer.performAndWait {
+            let books = (0..<4).map { i in
+                let b = Book(context: writer)
+                b.title = "b\(i)"
+                return b
+            }
+            try writer.save()
+            return books.map(\.objectID)
+        }
+        let (loaded, dirty, fault) = (ids[0], ids[1], ids[2])  // ids[3] is never registered in `reader`
+        try reader.performAndWait { () throws in
+            _ = try #require(try reader.existingObject(with: loaded) as? Book).title
+            try #require(try reader.existingObject(with: dirty) as? Book).pages = 7
+            _ = reader.object(with: fault)  // registered, never read
+            reader.processPendingChanges()
+        }
+        let saved = TestMutex<Notification?>(nil)
+        let token = NotificationCenter.default.addObserver(
+            forName: NSManagedObjectContext.didSaveObjectsNotification, object: writer, queue: nil
+        ) { note in saved.withLock { $0 = note } }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try writer.performAndWait { () throws in
+            for id in ids { try #require(try writer.existingObject(with: id) as? Book).title = "changed" }
+            try writer.save()
+        }
+        let note = try #require(saved.withLock { $0 })
+        let log = NoteLog()
+        let tokens = observe(
+            [.NSManagedObjectContextObjectsDidChange, NSManagedObjectContext.didMergeChangesObjectIDsNotification], of: reader,
+            into: log)
+        defer { stopObserving(tokens) }
+        try reader.performAndWait { () throws in
+            reader.mergeChanges(fromContextDidSave: note)
+            // The fault took the saved values all the same.
+            #expect(try #require(reader.registeredObject(for: fault) as? Book).title == "changed")
+        }
+        let changed = log.named(.NSManagedObjectContextObjectsDidChange)
+        try #require(changed.count == 1)
+        #expect(changed[0].ids[NSRefreshedObjectsKey] == [loaded])
+        #expect(changed[0].ids[NSUpdatedObjectsKey] == [dirty])
+        let merged = log.named(NSManagedObjectContext.didMergeChangesObjectIDsNotification)
+        try #require(merged.count == 1)
+        #expect(merged[0].ids[NSUpdatedObjectIDsKey] == Set(ids))
+        #expect(merged[0].ids[NSRefreshedObjectIDsKey] == [loaded])
+
+        // A context that holds none of the saved objects still hears which IDs the save
+        // changed (no objects-did-change: nothing of its own changed).
+        let bystander = container.newBackgroundContext()
+        let bystanderLog = NoteLog()
+        let bystanderTokens = observe(
+            [.NSManagedObjectContextObjectsDidChange, NSManagedObjectContext.didMergeChangesObjectIDsNotification],
+            of: bystander, into: bystanderLog)
+        defer { stopObserving(bystanderTokens) }
+        bystander.performAndWait { bystander.mergeChanges(fromContextDidSave: note) }
+        #expect(bystanderLog.named(.NSManagedObjectContextObjectsDidChange).isEmpty)
+        #expect(bystanderLog.named(NSManagedObjectContext.didMergeChangesObjectIDsNotification).first?.ids[NSUpdatedObjectIDsKey] == Set(ids))
     }
 
     @Test func notificationsOfOneContextDoNotReachObserversOfAnother() async throws {

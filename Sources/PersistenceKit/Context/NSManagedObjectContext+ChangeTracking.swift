@@ -183,6 +183,10 @@ extension NSManagedObjectContext {
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
+        if !changes.refreshed.isEmpty {
+            // Only objects still here: a later reset or merged deletion took others away.
+            addRefreshed(changes.refreshed.filter { $0.managedObjectContext === self && !$0.flags.contains(.invalidated) }, to: &info)
+        }
         // Nothing left to announce (an insert deleted before it was announced): no empty
         // notification.
         if info.isEmpty { return }

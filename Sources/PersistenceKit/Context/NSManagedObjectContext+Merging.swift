@@ -6,9 +6,12 @@ extension NSManagedObjectContext {
     ///
     /// Updated objects registered here are refreshed, keeping this context's own unsaved
     /// changes on top; deleted objects are removed from this context; inserted objects are
-    /// registered as faults. Then `NSManagedObjectContextObjectsDidChange` (with merged
-    /// updates under ``NSRefreshedObjectsKey``) and `didMergeChangesObjectIDsNotification`
-    /// are posted on this context's queue. Call it on this context's queue.
+    /// registered as faults. Then, on this context's queue:
+    /// `NSManagedObjectContextObjectsDidChange` for the objects in use here (merged updates
+    /// of loaded objects under ``NSRefreshedObjectsKey``, or ``NSUpdatedObjectsKey`` when
+    /// they have unsaved changes here; faults that took the new values are not listed), and
+    /// `didMergeChangesObjectIDsNotification` with every ID the save inserted, updated and
+    /// deleted, and the refreshed objects' IDs. Call it on this context's queue.
     public func mergeChanges(fromContextDidSave notification: Notification) {
         assertOnQueue("mergeChanges(fromContextDidSave:)")
         mergeSavedChanges(Self.changes(from: notification.userInfo ?? [:], coordinator: coordinator))
@@ -128,7 +131,9 @@ extension NSManagedObjectContext {
                 deleteRulesRerun.insert(ObjectIdentifier(o))
                 pendingDeletes.append(o)
             }
-            refreshed.insert(o)
+            // A fault takes the new values silently: Core Data announces merged updates only
+            // of objects in use (its merge refreshes no fault).
+            if !o.flags.contains(.fault) { refreshed.insert(o) }
         }
         for id in changes.deleted {
             guard let o = registeredByID[id] else { continue }
@@ -151,15 +156,23 @@ extension NSManagedObjectContext {
         if !deleted.isEmpty { unlinkFromChangedObjects(deleted) }
         for o in deleted { o.invalidate() }
         if !deleted.isEmpty { noteDeparture() }
-        if inserted.isEmpty && refreshed.isEmpty && deleted.isEmpty { return }
-        var info: [AnyHashable: Any] = [:]
-        if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
-        addRefreshed(refreshed, to: &info)
-        if !deleted.isEmpty { info[NSDeletedObjectsKey] = deleted }
-        post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
+        var announcedRefreshed = Set<NSManagedObject>()
+        if !inserted.isEmpty || !refreshed.isEmpty || !deleted.isEmpty {
+            var info: [AnyHashable: Any] = [:]
+            if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
+            announcedRefreshed = addRefreshed(refreshed, to: &info)
+            if !deleted.isEmpty { info[NSDeletedObjectsKey] = deleted }
+            post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
+        }
+        // Every ID of the save, registered here or not, as Core Data's did-merge carries them;
+        // refreshed: the objects objects-did-change listed as refreshed. (Found in a review
+        // against Core Data: only registered objects were listed, and dirty ones as refreshed.)
         let merged = ObjectIDChanges(
-            inserted: Set(inserted.map(\.objectID)), updated: Set(refreshed.map(\.objectID)), deleted: Set(deleted.map(\.objectID)))
-        postObjectIDs(NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: merged.updated)
+            inserted: Set(changes.inserted.filter(coordinator.owns)), updated: Set(changes.updated.filter(coordinator.owns)),
+            deleted: Set(changes.deleted.filter(coordinator.owns)))
+        if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
+        postObjectIDs(
+            NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))
     }
 
     /// Removes every reference to `gone` from the relationships of this context's changed

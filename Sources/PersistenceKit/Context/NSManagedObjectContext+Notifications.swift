@@ -122,20 +122,22 @@ extension NSManagedObjectContext {
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
     }
 
-    /// Adds objects a refresh or merge reloaded to an objects-did-change `info` that has no
-    /// updated objects yet: under
+    /// Adds objects a refresh or merge reloaded to an objects-did-change `info`: under
     /// ``NSRefreshedObjectsKey`` those without unsaved changes, and under
-    /// ``NSUpdatedObjectsKey`` those still changed here, as Core Data's refreshed set holds
-    /// only objects "not dirtied in the scope of this context". (Found in review: changed
-    /// objects were listed as refreshed.)
-    func addRefreshed(_ objects: Set<NSManagedObject>, to info: inout [AnyHashable: Any]) {
+    /// ``NSUpdatedObjectsKey`` (beside any updated objects already there) those still
+    /// changed here, as Core Data's refreshed set holds only objects "not dirtied in the
+    /// scope of this context". (Found in review: changed objects were listed as refreshed.)
+    /// Returns the objects listed as refreshed.
+    @discardableResult
+    func addRefreshed(_ objects: Set<NSManagedObject>, to info: inout [AnyHashable: Any]) -> Set<NSManagedObject> {
         var refreshed = Set<NSManagedObject>()
-        var updated = Set<NSManagedObject>()
+        var updated = info[NSUpdatedObjectsKey] as? Set<NSManagedObject> ?? []
         for o in objects {
             if o.hasChangesUnchecked { updated.insert(o) } else { refreshed.insert(o) }
         }
         if !refreshed.isEmpty { info[NSRefreshedObjectsKey] = refreshed }
         if !updated.isEmpty { info[NSUpdatedObjectsKey] = updated }
+        return refreshed
     }
 
     /// Posts an object-ID notification for a save or merge.

@@ -7,15 +7,20 @@ extension NSManagedObjectContext {
     /// that reloads from the store on next access. With `flag == true` its values are
     /// reloaded and its unsaved changes — a pending deletion included — are kept on top, and
     /// transient values are kept (an unchanged object just becomes a fault, unless its entity
-    /// has transient attributes: then it reloads now). Inserted objects are left alone. Posts objects-did-change with the object under
-    /// ``NSRefreshedObjectsKey``, or ``NSUpdatedObjectsKey`` when it still has unsaved changes.
+    /// has transient attributes: then it reloads now). Inserted objects are left alone.
+    ///
+    /// The next objects-did-change (at the next `processPendingChanges()`: the end of the
+    /// `perform` block, a fetch, a save, or your own call) lists the object under
+    /// ``NSRefreshedObjectsKey``, or ``NSUpdatedObjectsKey`` when it still has unsaved
+    /// changes; several refreshes are announced together, with the other pending changes.
     public func refresh(_ object: NSManagedObject, mergeChanges flag: Bool) {
         assertOnQueue("refresh(_:mergeChanges:)", object: object)
         guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
         refreshOne(object, mergeChanges: flag)
-        var info: [AnyHashable: Any] = [:]
-        addRefreshed([object], to: &info)
-        post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
+        // Not posted here: Core Data collects refreshed objects and announces them when it
+        // processes pending changes (a notification per refresh was found in review).
+        unprocessed.refreshed.insert(object)
+        queue.changesPending.store(true, ordering: .relaxed)
     }
 
     private func refreshOne(_ object: NSManagedObject, mergeChanges flag: Bool) {
@@ -105,19 +110,16 @@ extension NSManagedObjectContext {
 
     /// Refreshes every registered object with `mergeChanges: true`: unchanged objects become
     /// faults (those with transient attributes reload instead, keeping the transient
-    /// values), changed and deleted objects reload and keep their unsaved changes.
+    /// values), changed and deleted objects reload and keep their unsaved changes. Then
+    /// processes pending changes: one objects-did-change lists every refreshed object (see
+    /// ``refresh(_:mergeChanges:)``) beside the other pending changes.
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
-        var refreshed = Set<NSManagedObject>()
         for o in registeredByID.values where !o.flags.contains(.inserted) {
             refreshOne(o, mergeChanges: true)
-            refreshed.insert(o)
+            unprocessed.refreshed.insert(o)
         }
-        if !refreshed.isEmpty {
-            var info: [AnyHashable: Any] = [:]
-            addRefreshed(refreshed, to: &info)
-            post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
-        }
+        processPendingChanges()
     }
 
     /// Discards every unsaved change: inserted objects leave the context, deleted objects

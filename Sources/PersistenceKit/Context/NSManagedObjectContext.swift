@@ -134,7 +134,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         var inserted: [NSManagedObject] = []
         var updated: Set<NSManagedObject> = []
         var deleted: Set<NSManagedObject> = []
-        var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+        /// Objects `refresh(_:mergeChanges:)` reloaded, announced with the rest (Core Data
+        /// coalesces refreshes into the next objects-did-change).
+        var refreshed: Set<NSManagedObject> = []
+        var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
     }
 
     /// Whether queue checks run: always in debug builds; in release builds when
