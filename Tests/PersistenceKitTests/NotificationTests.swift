@@ -526,6 +526,14 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         }
         #expect(log.all.count == 1)
         #expect(log.all.first?.ids[NSRefreshedObjectsKey] == [a])
+        // A rollback discards pending changes, not the announcement of a refresh before it.
+        log.clear()
+        try context.performAndWait { () throws in
+            context.refresh(try #require(context.registeredObject(for: b)), mergeChanges: false)
+            context.rollback()
+        }
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.ids[NSRefreshedObjectsKey] == [b])
     }
 
     /// Core Data's merge announces the updates of objects in use; a registered fault takes

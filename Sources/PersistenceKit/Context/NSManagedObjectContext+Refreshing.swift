@@ -140,6 +140,11 @@ extension NSManagedObjectContext {
             if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }
             restored.insert(o)
         }
+        // Refreshes not announced yet are announced with the restored objects: the rollback
+        // discards the pending changes they would have been posted with.
+        for o in unprocessed.refreshed where o.managedObjectContext === self && !o.flags.contains(.invalidated) {
+            restored.insert(o)
+        }
         insertions.removeAll()
         updatedSet = []
         deletedSet = []
