@@ -75,6 +75,10 @@ final class ContextQueue: Sendable {
     /// review: actor jobs never processed pending changes, so an actor method's inserts
     /// and deletes went unannounced, and delete rules waited, until the next save or fetch.)
     let changesPending = Atomic<Bool>(false)
+    /// Main queue only: a block that processes the context's pending changes is enqueued on
+    /// the main queue and has not started. At most one is outstanding, so a program that
+    /// never drains the main queue collects one block, not one per change.
+    let mainQueueProcessingScheduled = Atomic<Bool>(false)
     private let afterJob = Lock<(@Sendable () -> Void)?>(nil)
 
     /// Sets what runs after an actor's job when changes are pending (the context's

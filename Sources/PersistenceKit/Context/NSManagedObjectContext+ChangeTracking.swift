@@ -111,7 +111,7 @@ extension NSManagedObjectContext {
         }
         insertions.append(object)
         unprocessed.inserted.append(object)
-        queue.changesPending.store(true, ordering: .relaxed)
+        noteChangesPending()
         if !object.hasAwokenFromInsert {
             object.hasAwokenFromInsert = true
             object.awakeFromInsert()
@@ -139,7 +139,7 @@ extension NSManagedObjectContext {
         pendingDeletes.append(object)
         unprocessed.deleted.insert(object)
         unprocessed.updated.remove(object)
-        queue.changesPending.store(true, ordering: .relaxed)
+        noteChangesPending()
     }
 
     /// Called by objects whenever one of their values changes.
@@ -151,7 +151,28 @@ extension NSManagedObjectContext {
         }
         object.flags.insert(.changeRecorded)
         unprocessed.updated.insert(object)
+        noteChangesPending()
+    }
+
+    /// Notes that a change waits for `processPendingChanges()`. A private queue processes
+    /// it when the `perform` block or actor job ends; the main queue, like Core Data's at
+    /// the end of a run-loop turn, on its next turn — also after main-actor code that
+    /// changed the view context outside any `perform` (found in review: such changes, and
+    /// refreshes, went unannounced until the next fetch or save).
+    @inline(__always)
+    func noteChangesPending() {
         queue.changesPending.store(true, ordering: .relaxed)
+        if queue.kind == .main && !queue.mainQueueProcessingScheduled.load(ordering: .relaxed) { scheduleMainQueueProcessing() }
+    }
+
+    @inline(never)
+    private func scheduleMainQueueProcessing() {
+        guard !queue.mainQueueProcessingScheduled.exchange(true, ordering: .relaxed) else { return }
+        let queue = self.queue
+        DispatchQueue.main.async { [weak self] in
+            queue.mainQueueProcessingScheduled.store(false, ordering: .relaxed)
+            self?.processPendingChangesIfNeeded()
+        }
     }
 
     /// Forgets the changes not yet announced (objects may note changes again).
@@ -169,6 +190,7 @@ extension NSManagedObjectContext {
         applyDeleteRules()
         if unprocessed.isEmpty { return }
         let changes = unprocessed
+        let previouslyAnnounced = announcedInsertions
         clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
         // Sized up front: built from a lazy filter, the set grew by rehashing (measured: a
@@ -179,13 +201,22 @@ extension NSManagedObjectContext {
             inserted.insert(o)
         }
         // Every member is a pending insertion, so equal counts mean equal sets.
-        announcedInsertions = inserted.count == insertions.count ? (insertions.version, inserted) : nil
+        // With no new inserts, the set announced before still stands (the save checks its
+        // version): a processing for updates or refreshes alone made the next save of many
+        // inserts build the set again (found in review).
+        announcedInsertions =
+            changes.inserted.isEmpty ? previouslyAnnounced : inserted.count == insertions.count ? (insertions.version, inserted) : nil
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
         if !changes.refreshed.isEmpty {
             // Only objects still here: a later reset or merged deletion took others away.
-            addRefreshed(changes.refreshed.filter { $0.managedObjectContext === self && !$0.flags.contains(.invalidated) }, to: &info)
+            // Not those deleted since: they are announced as deleted only (found in review:
+            // a refreshed object deleted before the processing was listed as updated too).
+            addRefreshed(
+                changes.refreshed.subtracting(changes.deleted).filter {
+                    $0.managedObjectContext === self && !$0.flags.contains(.invalidated)
+                }, to: &info)
         }
         // Nothing left to announce (an insert deleted before it was announced): no empty
         // notification.

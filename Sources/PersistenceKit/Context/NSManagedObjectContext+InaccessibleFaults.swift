@@ -46,6 +46,7 @@ extension NSManagedObjectContext {
         o.flags.insert(.deleted)
         updatedSet.remove(o)
         unprocessed.updated.remove(o)
+        unprocessed.refreshed.remove(o)
         deletedSet.insert(o)
         inaccessibleObjects.insert(o)
     }
@@ -61,6 +62,7 @@ extension NSManagedObjectContext {
             deletedSet.remove(o)
             pendingDeletes.removeAll { $0 === o }
             unprocessed.deleted.remove(o)
+            unprocessed.refreshed.remove(o)
             registeredByID.remove(o)
             discarded.insert(o)
         }

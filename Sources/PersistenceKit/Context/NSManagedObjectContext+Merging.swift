@@ -145,6 +145,7 @@ extension NSManagedObjectContext {
             unprocessed.updated.remove(o)
             o.flags.remove(.changeRecorded)
             unprocessed.deleted.remove(o)
+            unprocessed.refreshed.remove(o)  // or the invalidated object lives on until then
             rebasedWhileChanged[ObjectIdentifier(o)] = nil
             deleted.insert(o)
         }
@@ -167,9 +168,10 @@ extension NSManagedObjectContext {
         // Every ID of the save, registered here or not, as Core Data's did-merge carries them;
         // refreshed: the objects objects-did-change listed as refreshed. (Found in a review
         // against Core Data: only registered objects were listed, and dirty ones as refreshed.)
-        let merged = ObjectIDChanges(
-            inserted: Set(changes.inserted.filter(coordinator.owns)), updated: Set(changes.updated.filter(coordinator.owns)),
-            deleted: Set(changes.deleted.filter(coordinator.owns)))
+        // Not filtered by `coordinator.owns`: the IDs are this coordinator's already (a
+        // notification's are mapped or refused by `changes(from:)`), and the check takes a
+        // lock per ID (measured: it doubled merging a 100,000-object save here).
+        let merged = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
         if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
         postObjectIDs(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))

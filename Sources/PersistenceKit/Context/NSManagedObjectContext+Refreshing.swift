@@ -20,7 +20,7 @@ extension NSManagedObjectContext {
         // Not posted here: Core Data collects refreshed objects and announces them when it
         // processes pending changes (a notification per refresh was found in review).
         unprocessed.refreshed.insert(object)
-        queue.changesPending.store(true, ordering: .relaxed)
+        noteChangesPending()
     }
 
     private func refreshOne(_ object: NSManagedObject, mergeChanges flag: Bool) {

@@ -590,7 +590,7 @@ extension NSManagedObjectContext {
         for o in unsavedUpdates { o.flags.insert(.changeRecorded) }
         unprocessed.updated = unsavedUpdates
         unprocessed.deleted = unsavedDeletes
-        if !unprocessed.isEmpty { queue.changesPending.store(true, ordering: .relaxed) }
+        if !unprocessed.isEmpty { noteChangesPending() }
         for o in inserted { o.didSave() }
         for o in updated { o.didSave() }
         for o in alsoUpdated { o.didSave() }
