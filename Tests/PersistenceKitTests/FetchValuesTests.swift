@@ -4,8 +4,10 @@ import Testing
 
 /// `includesPropertyValues` and `fetchBatchSize`: which returned objects keep the values the
 /// fetch read. The visible difference is what an object shows after another context saved
-/// new values in between: an object holding the fetched row shows the old ones; one that
-/// was returned without values reads the store when first touched, and shows the new ones.
+/// new values in between: an object the fetch loaded shows the old ones; one that was
+/// returned without values reads the store when first touched, and shows the new ones (as
+/// does a fault holding the fetched row: it fills from the current row, as Core Data's fill
+/// from the coordinator's row cache).
 @Suite struct FetchValuesTests {
     private static let titles = ["Beloved", "Carrie", "Dune", "Emma", "Ulysses"]
 
@@ -34,14 +36,30 @@ import Testing
         return request
     }
 
-    @Test func byDefaultObjectsKeepTheValuesTheFetchRead() throws {
+    @Test func loadedObjectsKeepTheValuesTheFetchRead() throws {
+        let container = try Fixtures.container()
+        let revise = try Self.seed(container)
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait {
+            let request = Self.sortedByPages(Book.fetchRequest())
+            request.returnsObjectsAsFaults = false
+            let books = try reader.fetch(request)
+            try revise()
+            #expect(books.map(\.title) == Self.titles)
+        }
+    }
+
+    /// By default a fetch returns faults, even when it sorts: the sort reads the rows, not
+    /// the objects. Touched after another context's save, they show the saved values.
+    @Test func byDefaultObjectsAreFaultsThatFillFromTheCurrentRow() throws {
         let container = try Fixtures.container()
         let revise = try Self.seed(container)
         let reader = container.newBackgroundContext()
         try reader.performAndWait {
             let books = try reader.fetch(Self.sortedByPages(Book.fetchRequest()))
+            #expect(books.allSatisfy { $0.isFault })
             try revise()
-            #expect(books.map(\.title) == Self.titles)
+            #expect(books.map(\.title) == Self.titles.map { "\($0) (revised)" })
         }
     }
 

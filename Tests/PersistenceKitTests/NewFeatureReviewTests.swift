@@ -207,9 +207,17 @@ final class HookCountingBook: NSManagedObject {
         let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [HookCountingBook.self]))
         let context = container.newBackgroundContext()
         try context.performAndWait {
-            for title in ["alpha", "omega"] { HookCountingBook(context: context).title = title }
+            let made = ["alpha", "omega"].map { title in
+                let book = HookCountingBook(context: context)
+                book.title = title
+                return book
+            }
             try context.save()
+            let ids = made.map(\.objectID)
             context.reset()
+            // Registered as faults before the fetch, so the predicate reads (and fires) the
+            // objects themselves; rows not registered are judged on detached copies instead.
+            for id in ids { _ = context.object(with: id) }
             let request = NSFetchRequest<HookCountingBook>(entityName: "HookCountingBook")
             request.predicate = #Predicate<HookCountingBook> { $0.title.contains("ph") }  // run in memory
             request.includesPropertyValues = false

@@ -22,7 +22,7 @@ extension NSManagedObjectContext {
             }
             return result
         case .managedObjectIDResultType:
-            let ids = try fetchObjects(request).map(\.objectID)
+            let ids = try fetchObjectIDs(request)
             guard let result = ids as? [T] else {
                 throw CoreDataError(
                     .coreData, "managedObjectIDResultType needs NSFetchRequest<NSManagedObjectID>; got NSFetchRequest<\(T.self)>.")
@@ -56,7 +56,7 @@ extension NSManagedObjectContext {
             let n = try store.countRows(entity: entity.index, filter: storeFilter)
             return window(n, offset: request.fetchOffset, limit: request.fetchLimit)
         }
-        return try fetchObjects(request).count
+        return try fetchCandidates(request, tracksFaults: false, defersEveryRow: true).matches.count
     }
 
     /// `objects as? [T]`, without the run-time cast of each element when every object is an
@@ -90,107 +90,26 @@ extension NSManagedObjectContext {
             || updatedSet.contains { $0.entity === entity }
     }
 
-    /// The objects matching a request, sorted, offset and limited.
+    /// The objects matching a request, sorted, offset and limited, registered here.
     ///
     /// When the predicate translates into store conditions the store filters rows (using an
     /// index where it can) before objects are made; objects with unsaved changes are then
-    /// judged by their in-memory values instead. Otherwise every row becomes an object and
-    /// the predicate runs on each.
+    /// judged by their in-memory values instead. Otherwise the predicate runs on each row.
     private func fetchObjects<T>(_ request: NSFetchRequest<T>) throws -> [NSManagedObject] {
-        let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
-        let store = try coordinator.primaryStore(for: "fetch(_:)")
-        let pending = request.includesPendingChanges
-        if pending { processPendingChanges() }
-        let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
-        let storeFilter = requestFilter?.storeFilter(for: entity)
-        noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
-        let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
-        var matches: [NSManagedObject] = []
-        var unfiltered: [NSManagedObject] = []
-        registeredByID.reserveCapacity(registeredByID.count + rows.count)
-        let storeIdentifier = store.identifier
-        // Registered objects whose values are older than the row just read (another context
-        // saved and this one has not merged): the predicate and the sort judge the row, as
-        // the store's WHERE and ORDER BY do. (Found in review: the sort, and so a limit, used
-        // the older in-memory values while the predicate used the row.)
-        var newerRows: [ObjectIdentifier: StoreRow] = [:]
-        let judgesByRows = requestFilter != nil || !request.sortRules.isEmpty
         // The objects that were faults when the fetch met them, when some are to be
         // returned without values (`includesPropertyValues`, `fetchBatchSize`).
         let tracksFaults = !request.includesPropertyValues || request.fetchBatchSize > 0
-        var faultsAtStart: Set<ObjectIdentifier> = []
-        for row in rows {
-            let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
-            if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
-            if pending && o.flags.contains(.deleted) { continue }
-            if judgesByRows, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
-                let snapshot = o.snapshot, snapshot.version != row.version
-            {
-                newerRows[ObjectIdentifier(o)] = row
-            }
-            if storeFilter == nil || requestFilter == nil {
-                unfiltered.append(o)
-            } else if !(pending && o.hasChangesUnchecked) {
-                matches.append(o)  // the store matched its saved values, which are its values
+        var (matches, entity, storeIdentifier, faultsAtStart) = try fetchCandidates(
+            request, tracksFaults: tracksFaults, defersEveryRow: false)
+        if matches.contains(where: \.isRowStandIn) {
+            registeredByID.reserveCapacity(registeredByID.count + matches.count)
+            for i in matches.indices where matches[i].isRowStandIn {
+                guard let row = matches[i].snapshot else { preconditionFailure("PersistenceKit internal error: a row stand-in without its row") }
+                let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
+                if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
+                matches[i] = o
             }
         }
-        if let filter = requestFilter {
-            var inMemory = unfiltered
-            if storeFilter != nil && pending {
-                // Changed objects: their saved values may no longer be their values. Only
-                // those whose row still exists, as on the other paths, which start from the
-                // store's rows (found in review: one deleted by another context and not
-                // merged yet matched a filtered fetch but not an unfiltered one).
-                inMemory = objectsInSaveOrder(
-                    updatedSet.filter { o in
-                        o.entity === entity && (o.rowID.map { (try? store.containsRow($0)) ?? true } ?? true)
-                    })
-            }
-            if pending { inMemory += insertions.objects.filter { $0.entity === entity } }
-            for o in inMemory {
-                let subject =
-                    if let row = newerRows[ObjectIdentifier(o)] { committedCopy(of: o, values: row) } else {
-                        pending || !o.hasChangesUnchecked ? o : committedCopy(of: o)
-                    }
-                if try filter.evaluate(subject) { matches.append(o) }
-            }
-        } else {
-            matches = unfiltered
-            // Every pending insert counts, including those given permanent IDs early
-            // (obtainPermanentIDs): they are not in the store yet either.
-            if pending { matches += insertions.objects.filter { $0.entity === entity } }
-        }
-        for case let .key(k) in request.sortRules {
-            FetchSortRule.checkKey(k.key, of: entity)  // not only when two objects meet
-        }
-        if !request.sortRules.isEmpty {
-            let rules = request.sortRules
-            func ordered(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
-                for rule in rules {
-                    switch rule.compare(a, b) {
-                    case .orderedAscending: return true
-                    case .orderedDescending: return false
-                    case .orderedSame: continue
-                    }
-                }
-                return false
-            }
-            if newerRows.isEmpty && (pending || !matches.contains(where: \.hasChangesUnchecked)) {
-                matches.sort(by: ordered)
-            } else {
-                // Without pending changes the store's order counts, by saved values, as the
-                // predicate above judged them (found in review: the sort, and so a limit,
-                // used unsaved values); objects older than their row sort by the row.
-                let keys = matches.map { o in
-                    if let row = newerRows[ObjectIdentifier(o)] { return committedCopy(of: o, values: row) }
-                    return !pending && o.hasChangesUnchecked ? committedCopy(of: o) : o
-                }
-                let order = keys.indices.sorted { ordered(keys[$0], keys[$1]) }
-                matches = order.map { matches[$0] }
-            }
-        }
-        if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
-        if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
         if request.shouldRefreshRefetchedObjects {
             // Faults load current values anyway; inserted objects have no row to refresh from.
             for o in matches where o.flags.isDisjoint(with: [.fault, .inserted]) { refresh(o, mergeChanges: true) }
@@ -221,26 +140,150 @@ extension NSManagedObjectContext {
         return matches
     }
 
-    /// A detached copy of an object holding its last saved values, so a predicate can be
-    /// evaluated against the store's state (`includesPendingChanges == false`).
-    private func committedCopy(of o: NSManagedObject, values row: StoreRow? = nil) -> NSManagedObject {
-        let copy = o.entity.managedObjectClass.init(entity: o.entity, insertInto: nil)
-        copy.objectID = o.objectID
-        if let snapshot = row ?? o.snapshot {
-            copy.slots = o.decode(snapshot)
-            // The copy has no context, so committed relationship targets are resolved here,
-            // to this context's objects.
-            for i in copy.slots.indices {
-                guard let destination = (o.entity.properties[i] as? NSRelationshipDescription)?.destinationEntity else { continue }
-                switch copy.slots[i] {
-                case let .unresolvedToOne(row):
-                    copy.slots[i] = .toOne(row.map { object(forRow: $0, entity: destination) })
-                case let .unresolvedToMany(rows):
-                    copy.slots[i] = .toMany(Set(rows.map { object(forRow: $0, entity: destination) }))
-                default: break
+    /// The IDs of the objects matching a request, sorted, offset and limited; rows not
+    /// registered here stay unregistered.
+    func fetchObjectIDs<T>(_ request: NSFetchRequest<T>) throws -> [NSManagedObjectID] {
+        try fetchCandidates(request, tracksFaults: false, defersEveryRow: true).matches.map(\.objectID)
+    }
+
+    /// The objects matching a request, sorted, offset and limited, among them *row
+    /// stand-ins* (``NSManagedObject/MoreFlags/rowStandIn``) for rows that no object here
+    /// stands for, when only some rows are results — the predicate runs in memory, the
+    /// request sorts or takes a window — or always with `defersEveryRow`. A stand-in is a
+    /// detached fault holding its row, in no context: the predicate and sort read it, and
+    /// it becomes a registered object only if it is among the results, as Core Data
+    /// registers only what a fetch returns. (Found in a review against Core Data: a sort, a
+    /// window or a predicate run in memory registered and loaded an object for every row of
+    /// the entity, ran `awakeFromFetch()` on rows that did not match, and the context kept
+    /// them all.)
+    private func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
+        -> (matches: [NSManagedObject], entity: NSEntityDescription, storeIdentifier: String, faultsAtStart: Set<ObjectIdentifier>)
+    {
+        let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
+        let store = try coordinator.primaryStore(for: "fetch(_:)")
+        let pending = request.includesPendingChanges
+        if pending { processPendingChanges() }
+        let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
+        let storeFilter = requestFilter?.storeFilter(for: entity)
+        noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
+        let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
+        let storeIdentifier = store.identifier
+        let number = storeNumber(for: storeIdentifier)
+        let defersRows =
+            defersEveryRow || (requestFilter != nil && storeFilter == nil) || !request.sortRules.isEmpty
+            || request.fetchLimit > 0 || request.fetchOffset > 0
+        var matches: [NSManagedObject] = []
+        var unfiltered: [NSManagedObject] = []
+        if !defersRows { registeredByID.reserveCapacity(registeredByID.count + rows.count) }
+        // Registered objects whose values are older than the row just read (another context
+        // saved and this one has not merged): the predicate and the sort judge the row, as
+        // the store's WHERE and ORDER BY do. (Found in review: the sort, and so a limit, used
+        // the older in-memory values while the predicate used the row.)
+        var newerRows: [ObjectIdentifier: StoreRow] = [:]
+        let judgesByRows = requestFilter != nil || !request.sortRules.isEmpty
+        var faultsAtStart: Set<ObjectIdentifier> = []
+        for row in rows {
+            let o: NSManagedObject
+            if !defersRows {
+                o = register(row, entity: entity, storeIdentifier: storeIdentifier)
+            } else if let registered = registeredByID[ObjectKey(row: row.id, storeNumber: number), entity] {
+                if registered.flags.contains(.fault) { registered.holdRow(row) }
+                o = registered
+            } else {
+                let key = ObjectKey(row: row.id, storeNumber: number)
+                // Not registered, so no unsaved change: the store's values are its values.
+                let standIn = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+                standIn.install(row)
+                standIn.flags = [.fault]
+                standIn.setObjectKey(key)
+                standIn.moreFlags.insert(.rowStandIn)
+                if storeFilter == nil || requestFilter == nil { unfiltered.append(standIn) } else { matches.append(standIn) }
+                continue
+            }
+            if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
+            if pending && o.flags.contains(.deleted) { continue }
+            if judgesByRows, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
+                let snapshot = o.snapshot, snapshot.version != row.version
+            {
+                newerRows[ObjectIdentifier(o)] = row
+            }
+            if storeFilter == nil || requestFilter == nil {
+                unfiltered.append(o)
+            } else if !(pending && o.hasChangesUnchecked) {
+                matches.append(o)  // the store matched its saved values, which are its values
+            }
+        }
+        /// What the predicate and sort read for an object: a stand-in itself; an object
+        /// registered here, or a detached copy of its saved values when those count.
+        func subject(_ o: NSManagedObject) -> NSManagedObject {
+            if let row = newerRows[ObjectIdentifier(o)] { return judgingCopy(of: o, values: row) }
+            return pending || !o.hasChangesUnchecked ? o : judgingCopy(of: o, values: o.snapshot)
+        }
+        try Self.$judging.withValue(self) {
+            if let filter = requestFilter {
+                var inMemory = unfiltered
+                if storeFilter != nil && pending {
+                    // Changed objects: their saved values may no longer be their values. Only
+                    // those whose row still exists, as on the other paths, which start from the
+                    // store's rows (found in review: one deleted by another context and not
+                    // merged yet matched a filtered fetch but not an unfiltered one).
+                    inMemory = objectsInSaveOrder(
+                        updatedSet.filter { o in
+                            o.entity === entity && (o.rowID.map { (try? store.containsRow($0)) ?? true } ?? true)
+                        })
+                }
+                if pending { inMemory += insertions.objects.filter { $0.entity === entity } }
+                for o in inMemory where try filter.evaluate(subject(o)) { matches.append(o) }
+            } else {
+                matches = unfiltered
+                // Every pending insert counts, including those given permanent IDs early
+                // (obtainPermanentIDs): they are not in the store yet either.
+                if pending { matches += insertions.objects.filter { $0.entity === entity } }
+            }
+            for case let .key(k) in request.sortRules {
+                FetchSortRule.checkKey(k.key, of: entity)  // not only when two objects meet
+            }
+            if !request.sortRules.isEmpty {
+                let rules = request.sortRules
+                func ordered(_ a: NSManagedObject, _ b: NSManagedObject) -> Bool {
+                    for rule in rules {
+                        switch rule.compare(a, b) {
+                        case .orderedAscending: return true
+                        case .orderedDescending: return false
+                        case .orderedSame: continue
+                        }
+                    }
+                    return false
+                }
+                if newerRows.isEmpty && (pending || !matches.contains(where: \.hasChangesUnchecked)) {
+                    matches.sort(by: ordered)
+                } else {
+                    // Without pending changes the store's order counts, by saved values, as the
+                    // predicate above judged them (found in review: the sort, and so a limit,
+                    // used unsaved values); objects older than their row sort by the row.
+                    let keys = matches.map(subject)
+                    let order = keys.indices.sorted { ordered(keys[$0], keys[$1]) }
+                    matches = order.map { matches[$0] }
                 }
             }
         }
+        if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
+        if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
+        return (matches, entity, storeIdentifier, faultsAtStart)
+    }
+
+    /// The context whose fetch is judging rows on this thread: the one that stand-ins and
+    /// judging copies resolve relationships to (see ``NSManagedObject/MoreFlags/rowStandIn``).
+    @TaskLocal static var judging: NSManagedObjectContext?
+
+    /// A detached copy of `o` holding `values` (a row, or nothing): what a predicate or sort
+    /// reads to judge an object by its saved values. Its relationships resolve to this
+    /// context's objects when read, while this context fetches.
+    private func judgingCopy(of o: NSManagedObject, values row: StoreRow?) -> NSManagedObject {
+        let copy = o.entity.managedObjectClass.init(entity: o.entity, insertInto: nil)
+        copy.objectID = o.objectID
+        copy.moreFlags.insert(.rowStandIn)
+        if let row { copy.slots = copy.decode(row) }
         return copy
     }
 }

@@ -46,7 +46,9 @@ extension NSManagedObject {
         if valueStorage == .snapshot, storedSnapshot != nil {
             if noCommitSinceRowsWereFetched || (owningContext?.heldRowIsCurrent(storedSnapshot!) ?? true) {
                 flags.remove(.fault)
-                awakeFromFetch()
+                // A fetch's stand-in is read to judge its row, not fetched (Core Data runs no
+                // hook on the rows its SQL filters and sorts).
+                if !moreFlags.contains(.rowStandIn) { awakeFromFetch() }
                 return
             }
             dropRow()

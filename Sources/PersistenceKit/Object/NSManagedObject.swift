@@ -57,7 +57,17 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         /// The context holds an entry of to-many edits for the object. Only set with
         /// `toManyEditsTracked`.
         static let toManyEditsRecorded = MoreFlags(rawValue: 1 << 2)
+        /// A detached object a fetch judges a row by (its predicate and sort read it): a
+        /// fault holding the row not yet registered (a *row stand-in*), or a copy of a
+        /// registered object's saved values. In no context, it resolves relationships
+        /// through the context that is fetching (`NSManagedObjectContext.judging`), and its
+        /// fault fires without `awakeFromFetch()`. See `fetchCandidates` in
+        /// `NSManagedObjectContext+Fetching.swift`.
+        static let rowStandIn = MoreFlags(rawValue: 1 << 3)
     }
+
+    /// Whether this is a fetch's detached stand-in (see ``MoreFlags/rowStandIn``).
+    final var isRowStandIn: Bool { moreFlags.contains(.rowStandIn) }
 
     /// Whether `awakeFromInsert()` ran (see ``MoreFlags/awokenFromInsert``).
     final var hasAwokenFromInsert: Bool {
