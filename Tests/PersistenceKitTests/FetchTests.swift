@@ -113,6 +113,34 @@ private let standardBooks: [(String, Int64)] = [
         #expect(titles == ["Ulysses", "Emma", "Dune", "Carrie", "Beloved"])
     }
 
+    /// Core Data's SQLite store sorts strings with `caseInsensitiveCompare:`,
+    /// `localizedStandardCompare:` and the other string selectors; `SortKey` offers them.
+    @Test func sortKeysCompareStringsAsAsked() async throws {
+        let container = try Fixtures.container()
+        try await seedBooks(container, [("item10", 1), ("Item1", 2), ("item2", 3), ("b", 4), ("A", 5), ("f", 6), ("\u{E9}", 7)])
+        let ctx = container.newBackgroundContext()
+        let sorted: [SortKey.StringComparison: [String]] = try await ctx.perform {
+            var result: [SortKey.StringComparison: [String]] = [:]
+            for comparison in [SortKey.StringComparison.plain, .caseInsensitive, .localized, .localizedCaseInsensitive, .localizedStandard] {
+                let r = Book.fetchRequest()
+                r.sortKeys = [SortKey("title", comparison: comparison)]
+                result[comparison] = try ctx.fetch(r).map(\.title)
+            }
+            return result
+        }
+        // Swift's String order: capitals first, digits by character, "é" after every ASCII letter.
+        #expect(sorted[.plain] == ["A", "Item1", "b", "f", "item10", "item2", "\u{E9}"])
+        #expect(sorted[.caseInsensitive]?.prefix(2) == ["A", "b"])
+        #expect(sorted[.caseInsensitive]?.firstIndex(of: "Item1") ?? 0 < sorted[.caseInsensitive]?.firstIndex(of: "item10") ?? 0)
+        // Localized: "é" sorts with "e", before "f".
+        for comparison in [SortKey.StringComparison.localized, .localizedCaseInsensitive, .localizedStandard] {
+            let titles = try #require(sorted[comparison])
+            #expect(try #require(titles.firstIndex(of: "\u{E9}")) < (try #require(titles.firstIndex(of: "f"))), "\(comparison)")
+        }
+        // Numbers by value.
+        #expect(sorted[.localizedStandard] == ["A", "b", "\u{E9}", "f", "Item1", "item2", "item10"])
+    }
+
     @Test func sortKeysWithTieBreaker() async throws {
         let container = try Fixtures.container()
         try await seedBooks(container, [("b", 2), ("a", 1), ("c", 2), ("d", 1)])

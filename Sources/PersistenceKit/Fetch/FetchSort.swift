@@ -1,17 +1,51 @@
 import Foundation
 
 /// A string-keyed sort order for fetch requests: PersistenceKit's stand-in for
-/// `NSSortDescriptor(key:ascending:)`, which needs key-value coding that Linux lacks.
+/// `NSSortDescriptor(key:ascending:selector:)`, which needs key-value coding that Linux
+/// lacks.
 public struct SortKey: Sendable, Hashable {
+    /// How string values compare: the selectors Core Data's SQLite store sorts strings with.
+    /// Values of other types, and `nil` (first when ascending), sort as with ``plain``.
+    public enum StringComparison: Sendable, Hashable {
+        /// Swift's `String` order: by Unicode scalars of the canonical form, so `"B"`
+        /// before `"b"` and canonically equivalent strings equal (Core Data's `compare:`).
+        case plain
+        /// Ignoring case (`caseInsensitiveCompare:`).
+        case caseInsensitive
+        /// By the rules of the current locale (`localizedCompare:`).
+        case localized
+        /// By the rules of the current locale, ignoring case
+        /// (`localizedCaseInsensitiveCompare:`).
+        case localizedCaseInsensitive
+        /// As a file browser lists names: by locale, ignoring case, numbers by value, so
+        /// `"item2"` before `"item10"` (`localizedStandardCompare:`).
+        case localizedStandard
+    }
+
     /// The attribute to sort by.
     public var key: String
     /// Whether smaller values come first.
     public var ascending: Bool
+    /// How string values compare.
+    public var comparison: StringComparison
 
-    /// Creates a sort key.
-    public init(_ key: String, ascending: Bool = true) {
+    /// Creates a sort key on attribute `key` of the fetched entity.
+    public init(_ key: String, ascending: Bool = true, comparison: StringComparison = .plain) {
         self.key = key
         self.ascending = ascending
+        self.comparison = comparison
+    }
+
+    /// The order of two values of the key's attribute, ascending.
+    func compare(_ a: StoreValue, _ b: StoreValue) -> ComparisonResult {
+        guard comparison != .plain, case let .string(x) = a, case let .string(y) = b else { return StoreValue.compare(a, b) }
+        switch comparison {
+        case .plain: return StoreValue.compare(a, b)
+        case .caseInsensitive: return x.caseInsensitiveCompare(y)
+        case .localized: return x.localizedCompare(y)
+        case .localizedCaseInsensitive: return x.localizedCaseInsensitiveCompare(y)
+        case .localizedStandard: return x.localizedStandardCompare(y)
+        }
     }
 }
 
@@ -29,7 +63,7 @@ enum FetchSortRule {
             let r = StoreValue.compare(Self.sortValue(a, kp), Self.sortValue(b, kp))
             return d.ascending ? r : r.reversed
         case let .key(k):
-            let r = StoreValue.compare(Self.sortValue(a, k.key), Self.sortValue(b, k.key))
+            let r = k.compare(Self.sortValue(a, k.key), Self.sortValue(b, k.key))
             return k.ascending ? r : r.reversed
         case let .comparator(f):
             return f(a, b)
