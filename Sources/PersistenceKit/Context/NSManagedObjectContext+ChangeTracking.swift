@@ -145,6 +145,9 @@ extension NSManagedObjectContext {
     /// Called by objects whenever one of their values changes.
     func objectDidChange(_ object: NSManagedObject) {
         if !object.flags.isDisjoint(with: [.inserted, .deleted]) { return }
+        // A fetch's stand-in, written by a getter its predicate ran, is no object of this
+        // context: nothing to save.
+        if object.isRowStandIn { return }
         if !object.flags.contains(.updated) {
             object.flags.insert(.updated)
             updatedSet.insert(object)

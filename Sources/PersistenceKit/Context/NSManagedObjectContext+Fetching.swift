@@ -99,15 +99,28 @@ extension NSManagedObjectContext {
         // The objects that were faults when the fetch met them, when some are to be
         // returned without values (`includesPropertyValues`, `fetchBatchSize`).
         let tracksFaults = !request.includesPropertyValues || request.fetchBatchSize > 0
-        var (matches, entity, storeIdentifier, faultsAtStart) = try fetchCandidates(
+        var (matches, entity, faultsAtStart) = try fetchCandidates(
             request, tracksFaults: tracksFaults, defersEveryRow: false)
         if matches.contains(where: \.isRowStandIn) {
             registeredByID.reserveCapacity(registeredByID.count + matches.count)
             for i in matches.indices where matches[i].isRowStandIn {
-                guard let row = matches[i].snapshot else { preconditionFailure("PersistenceKit internal error: a row stand-in without its row") }
-                let o = register(row, entity: entity, storeIdentifier: storeIdentifier)
-                if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
-                matches[i] = o
+                let standIn = matches[i]
+                if let registered = registeredByID[standIn.objectKey, entity] {
+                    // Registered meanwhile by a path that makes no stand-in its object.
+                    if registered.flags.contains(.fault), let row = standIn.snapshot { registered.holdRow(row) }
+                    if tracksFaults && registered.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(registered)) }
+                    matches[i] = registered
+                } else {
+                    // Returned as a fault, as a row the store filtered and sorted would be:
+                    // the predicate and sort read it without `awakeFromFetch()`, which runs
+                    // when the object is first touched. (Not while judging: an accessor of
+                    // the stand-in may be running then.)
+                    if !standIn.flags.contains(.fault), let row = standIn.snapshot {
+                        standIn.install(row)
+                        standIn.flags.insert(.fault)
+                    }
+                    adopt(standIn)  // in `faultsAtStart` since it was made
+                }
             }
         }
         if request.shouldRefreshRefetchedObjects {
@@ -157,7 +170,7 @@ extension NSManagedObjectContext {
     /// the entity, ran `awakeFromFetch()` on rows that did not match, and the context kept
     /// them all.)
     private func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
-        -> (matches: [NSManagedObject], entity: NSEntityDescription, storeIdentifier: String, faultsAtStart: Set<ObjectIdentifier>)
+        -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>)
     {
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
         let store = try coordinator.primaryStore(for: "fetch(_:)")
@@ -182,6 +195,10 @@ extension NSManagedObjectContext {
         var newerRows: [ObjectIdentifier: StoreRow] = [:]
         let judgesByRows = requestFilter != nil || !request.sortRules.isEmpty
         var faultsAtStart: Set<ObjectIdentifier> = []
+        // The stand-ins this fetch made, forgotten by the context when it is done: those not
+        // adopted by then are adopted as results, or dropped.
+        var madeStandIns: [ObjectKey] = []
+        defer { for key in madeStandIns { standIns.removeValue(forKey: key) } }
         for row in rows {
             let o: NSManagedObject
             if !defersRows {
@@ -191,12 +208,22 @@ extension NSManagedObjectContext {
                 o = registered
             } else {
                 let key = ObjectKey(row: row.id, storeNumber: number)
-                // Not registered, so no unsaved change: the store's values are its values.
-                let standIn = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-                standIn.install(row)
-                standIn.flags = [.fault]
-                standIn.setObjectKey(key)
-                standIn.moreFlags.insert(.rowStandIn)
+                // Not registered, so no unsaved change: the store's values are its values. A
+                // fetch run while this one judges (from a computed property) shares its
+                // stand-ins.
+                let standIn: NSManagedObject
+                if let outer = standIns[key] {
+                    standIn = outer
+                } else {
+                    standIn = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+                    standIn.install(row)
+                    standIn.flags = [.fault]
+                    standIn.setObjectKey(key)
+                    standIn.moreFlags.insert(.rowStandIn)
+                    standIns[key] = standIn
+                    madeStandIns.append(key)
+                }
+                if tracksFaults { faultsAtStart.insert(ObjectIdentifier(standIn)) }
                 if storeFilter == nil || requestFilter == nil { unfiltered.append(standIn) } else { matches.append(standIn) }
                 continue
             }
@@ -269,7 +296,7 @@ extension NSManagedObjectContext {
         }
         if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
-        return (matches, entity, storeIdentifier, faultsAtStart)
+        return (matches, entity, faultsAtStart)
     }
 
     /// The context whose fetch is judging rows on this thread: the one that stand-ins and

@@ -209,7 +209,7 @@ extension NSManagedObjectContext {
             registeredByID.reserveCapacity(registeredByID.count + rows.count)
             return rows.map { row in
                 let key = ObjectKey(row: row, storeNumber: number)
-                return registeredByID[key, entity] ?? fault(for: key, entity: entity)
+                return registeredByID[key, entity] ?? fault(for: key, entity: entity)  // which adopts a stand-in
             }
         }
         // Many: the new faults are registered together (see `ObjectRegistry.insert(contentsOf:)`);
@@ -218,6 +218,7 @@ extension NSManagedObjectContext {
         let objects = rows.map { row in
             let key = ObjectKey(row: row, storeNumber: number)
             if let o = registeredByID[key, entity] { return o }
+            if !standIns.isEmpty, let s = adoptStandIn(key) { return s }
             let o = makeFault(entity)
             o.setObjectKey(key)
             new.append(o)
@@ -239,6 +240,7 @@ extension NSManagedObjectContext {
 
     /// Registers a new fault for a permanent ID.
     func fault(for id: NSManagedObjectID) -> NSManagedObject {
+        if !standIns.isEmpty, let s = adoptStandIn(id.objectKey) { return s }
         let o = makeFault(id.entity)
         o.objectID = id
         let replaced = registeredByID.insert(o)
@@ -248,11 +250,33 @@ extension NSManagedObjectContext {
 
     /// Registers a new fault for a permanent key of `entity` (its ID is made when asked for).
     func fault(for key: ObjectKey, entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
+        if !standIns.isEmpty, let s = adoptStandIn(key) { return s }
         let o = makeFault(entity, holding: row)
         o.setObjectKey(key)
         let replaced = registeredByID.insert(o)
         assert(replaced == nil, "PersistenceKit internal error: a fault replaced a registered object")
         return o
+    }
+
+    /// Registers the stand-in a fetch is judging for `key`, if there is one, as the row's
+    /// object: reached through a relationship while the fetch judges, the row must be the
+    /// very object the predicate holds. (Found in review: `manager?.favorite === self`
+    /// compared a stand-in with a second object made for its row, and failed.)
+    func adoptStandIn(_ key: ObjectKey) -> NSManagedObject? {
+        guard let s = standIns.removeValue(forKey: key) else { return nil }
+        adopt(s)
+        return s
+    }
+
+    /// Makes a fetch's row stand-in a registered object of this context. One the predicate
+    /// or sort already read gets the `awakeFromFetch()` it was spared.
+    func adopt(_ standIn: NSManagedObject) {
+        if !standIns.isEmpty { standIns.removeValue(forKey: standIn.objectKey) }
+        standIn.moreFlags.remove(.rowStandIn)
+        standIn.managedObjectContext = self
+        let replaced = registeredByID.insert(standIn)
+        assert(replaced == nil, "PersistenceKit internal error: an adopted stand-in replaced a registered object")
+        if !standIn.flags.contains(.fault) { standIn.awakeFromFetch() }
     }
 
     @inline(__always)

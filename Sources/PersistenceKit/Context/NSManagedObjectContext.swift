@@ -104,6 +104,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var deleteRulesRerun: Set<ObjectIdentifier> = []
     /// Changes not yet announced by an objects-did-change notification.
     @exclusivity(unchecked) var unprocessed = PendingChanges()
+    /// While a fetch judges rows: its row stand-ins by key, which the context adopts (see
+    /// `adoptStandIn(_:)`) instead of making a second object for the same row.
+    @exclusivity(unchecked) var standIns: [ObjectKey: NSManagedObject] = [:]
     /// The inserted-objects set the last objects-did-change announced, when it held every
     /// pending insertion, with the `insertions.version` it was made at. A save that inserts
     /// exactly those objects posts the same set in did-save instead of building it again

@@ -43,7 +43,7 @@ extension NSManagedObject {
         case let .unresolvedToMany(rows):
             let r = relationship(at: i)
             let set: Set<NSManagedObject>
-            if let context = managedObjectContext ?? judgingContext, let destination = r.destinationEntity {
+            if let context = managedObjectContext, let destination = r.destinationEntity {
                 set = Set(context.objects(forRows: rows, entity: destination))
             } else {
                 set = []
@@ -59,14 +59,9 @@ extension NSManagedObject {
     }
 
     private func resolve(_ row: StoreRowID, relationship r: NSRelationshipDescription) -> NSManagedObject? {
-        guard let context = managedObjectContext ?? judgingContext, let destination = r.destinationEntity else { return nil }
+        // A fetch's stand-in reaches the fetching context here (see `managedObjectContext`).
+        guard let context = managedObjectContext, let destination = r.destinationEntity else { return nil }
         return context.object(forRow: row, entity: destination)
-    }
-
-    /// For a fetch's stand-in (``MoreFlags/rowStandIn``), which has no context: the
-    /// context running the fetch, whose objects its relationships resolve to.
-    private var judgingContext: NSManagedObjectContext? {
-        moreFlags.contains(.rowStandIn) ? NSManagedObjectContext.judging : nil
     }
 
     /// The number of targets at to-many slot `i`, without materializing unresolved targets.

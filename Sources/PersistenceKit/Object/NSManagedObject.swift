@@ -165,7 +165,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
                 !(contextQueue?.isCurrent ?? false)
                     || storedContext.map { $0.insertions.contains(self) || $0.registeredByID.contains(self) } ?? true,
                 "PersistenceKit invariant: an object with a context is registered or inserted in it")
-            return storedContext
+            if let context = storedContext { return context }
+            // A fetch's stand-in answers the fetching context, as the registered object it
+            // stands for would (found in review: a computed property used in a predicate
+            // that read its object's context found none).
+            return moreFlags.contains(.rowStandIn) ? NSManagedObjectContext.judging : nil
         }
         // Takes the queue from the new value, not by reading the context reference back
         // (measured when that reference was weak: the load and its retain were a tenth of

@@ -9,7 +9,7 @@ import Synchronization
 /// inserts later freeing, an ID object per row was a tenth of a filtered fetch and a twentieth
 /// of inserting 100,000 objects). The store is a number, not its identifier string: a string
 /// made every copy of a key a retain, and every object 32 bytes larger.
-struct ObjectKey: Equatable, Sendable {
+struct ObjectKey: Hashable, Sendable {
     /// The temporary number (`store == 0`), or the row's primary key.
     let number: Int64
     /// The row's entity index, for permanent keys (0 for temporary ones).
