@@ -250,7 +250,10 @@ extension NSManagedObjectContext {
 
     /// Registers a new fault for a permanent key of `entity` (its ID is made when asked for).
     func fault(for key: ObjectKey, entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
-        if !standIns.isEmpty, let s = adoptStandIn(key) { return s }
+        if !standIns.isEmpty, let s = adoptStandIn(key) {
+            if let row, s.flags.contains(.fault) { s.holdRow(row) }
+            return s
+        }
         let o = makeFault(entity, holding: row)
         o.setObjectKey(key)
         let replaced = registeredByID.insert(o)
