@@ -125,6 +125,13 @@ extension NSManagedObjectContext {
     /// Traps when the object is not registered in this context.
     public func delete(_ object: NSManagedObject) {
         assertOnQueue("delete(_:)", object: object)
+        var object = object
+        if object.isRowStandIn {
+            // From a getter a fetch's predicate ran: the row's registered object, or the
+            // stand-in made that object (found in review: the stand-in itself was put in the
+            // deleted set, with no context).
+            if let registered = registeredByID[object.objectKey, object.entity] { object = registered } else { adopt(object) }
+        }
         guard object.managedObjectContext === self else {
             preconditionFailure(
                 "PersistenceKit: delete(_:) — \(object.objectID) is not in context '\(debugName)'. Rule: delete an "

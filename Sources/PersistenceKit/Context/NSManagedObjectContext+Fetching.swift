@@ -115,7 +115,7 @@ extension NSManagedObjectContext {
                     // the predicate and sort read it without `awakeFromFetch()`, which runs
                     // when the object is first touched. (Not while judging: an accessor of
                     // the stand-in may be running then.)
-                    if !standIn.flags.contains(.fault), let row = standIn.snapshot {
+                    if !standIn.flags.contains(.fault), !standIn.wasWrittenSinceFetched, let row = standIn.snapshot {
                         standIn.install(row)
                         standIn.flags.insert(.fault)
                     }

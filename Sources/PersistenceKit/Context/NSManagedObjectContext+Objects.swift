@@ -79,8 +79,11 @@ extension NSManagedObjectContext {
             return o
         }
         let o = fault(for: objectID)
-        o.holdRow(row)
-        o.fireFault()
+        // A fetch's stand-in adopted here may have been read already (found in review).
+        if o.flags.contains(.fault) {
+            o.holdRow(row)
+            o.fireFault()
+        }
         return o
     }
 
@@ -272,14 +275,19 @@ extension NSManagedObjectContext {
     }
 
     /// Makes a fetch's row stand-in a registered object of this context. One the predicate
-    /// or sort already read gets the `awakeFromFetch()` it was spared.
+    /// or sort already read gets the `awakeFromFetch()` it was spared, and what a getter the
+    /// predicate ran wrote to it becomes an ordinary unsaved change (found in review: it
+    /// stayed in memory unrecorded, and would have been saved unannounced).
     func adopt(_ standIn: NSManagedObject) {
         if !standIns.isEmpty { standIns.removeValue(forKey: standIn.objectKey) }
         standIn.moreFlags.remove(.rowStandIn)
         standIn.managedObjectContext = self
         let replaced = registeredByID.insert(standIn)
         assert(replaced == nil, "PersistenceKit internal error: an adopted stand-in replaced a registered object")
-        if !standIn.flags.contains(.fault) { standIn.awakeFromFetch() }
+        if !standIn.flags.contains(.fault) {
+            standIn.awakeFromFetch()
+            if standIn.wasWrittenSinceFetched { objectDidChange(standIn) }
+        }
     }
 
     @inline(__always)

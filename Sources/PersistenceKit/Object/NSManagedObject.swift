@@ -69,6 +69,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// Whether this is a fetch's detached stand-in (see ``MoreFlags/rowStandIn``).
     final var isRowStandIn: Bool { moreFlags.contains(.rowStandIn) }
 
+    /// Whether a loaded stand-in's persistent values differ from the row it was made from.
+    final var wasWrittenSinceFetched: Bool {
+        entity.properties.indices.contains { persistentValueDiffers(at: $0) }
+    }
+
     /// Whether `awakeFromInsert()` ran (see ``MoreFlags/awokenFromInsert``).
     final var hasAwokenFromInsert: Bool {
         get { moreFlags.contains(.awokenFromInsert) }
