@@ -98,24 +98,3 @@ private actor PendingChangesActor: NSModelActor {
     }
 }
 
-private actor RefreshingActor: NSModelActor {
-    nonisolated let modelContainer: NSPersistentContainer
-    nonisolated let modelExecutor: NSModelObjectContextExecutor
-    init(container: NSPersistentContainer) {
-        modelContainer = container
-        modelExecutor = NSModelObjectContextExecutor(context: container.newBackgroundContext())
-    }
-    func make() throws -> NSManagedObjectID { let i = Item(context: modelContext); try modelContext.save(); return i.objectID }
-    func refresh(_ id: NSManagedObjectID) { if let o = modelContext.registeredObject(for: id) { modelContext.refresh(o, mergeChanges: false) } }
-    func nothing() {}
-}
-
-@Test(.timeLimit(.minutes(1))) func aRefreshInAnActorMethodIsAnnouncedAfterTheJob() async throws {
-    let container = try ActorFixtures.container()
-    let actor = RefreshingActor(container: container)
-    let id = try await actor.make()
-    let counter = DidChangeCounter(actor.modelExecutor.context)
-    await actor.refresh(id)
-    await actor.nothing()
-    #expect(counter.value == 1)
-}
