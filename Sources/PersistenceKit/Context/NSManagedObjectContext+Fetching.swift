@@ -99,9 +99,9 @@ extension NSManagedObjectContext {
         // The objects that were faults when the fetch met them, when some are to be
         // returned without values (`includesPropertyValues`, `fetchBatchSize`).
         let tracksFaults = !request.includesPropertyValues || request.fetchBatchSize > 0
-        var (matches, entity, faultsAtStart) = try fetchCandidates(
+        var (matches, entity, faultsAtStart, holdsStandIns) = try fetchCandidates(
             request, tracksFaults: tracksFaults, defersEveryRow: false)
-        if matches.contains(where: \.isRowStandIn) {
+        if holdsStandIns && matches.contains(where: \.isRowStandIn) {
             registeredByID.reserveCapacity(registeredByID.count + matches.count)
             for i in matches.indices where matches[i].isRowStandIn {
                 let standIn = matches[i]
@@ -170,7 +170,7 @@ extension NSManagedObjectContext {
     /// the entity, ran `awakeFromFetch()` on rows that did not match, and the context kept
     /// them all.)
     private func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
-        -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>)
+        -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>, holdsStandIns: Bool)
     {
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
         let store = try coordinator.primaryStore(for: "fetch(_:)")
@@ -199,6 +199,9 @@ extension NSManagedObjectContext {
         // adopted by then are adopted as results, or dropped.
         var madeStandIns: [ObjectKey] = []
         defer { for key in madeStandIns { standIns.removeValue(forKey: key) } }
+        // Whether a stand-in (this fetch's, or an outer fetch's it shares) went into the
+        // candidates, so the caller need not look for them in every fetch's results.
+        var holdsStandIns = false
         for row in rows {
             let o: NSManagedObject
             if !defersRows {
@@ -223,6 +226,7 @@ extension NSManagedObjectContext {
                     standIns[key] = standIn
                     madeStandIns.append(key)
                 }
+                holdsStandIns = true
                 if tracksFaults { faultsAtStart.insert(ObjectIdentifier(standIn)) }
                 if storeFilter == nil || requestFilter == nil { unfiltered.append(standIn) } else { matches.append(standIn) }
                 continue
@@ -296,7 +300,7 @@ extension NSManagedObjectContext {
         }
         if request.fetchOffset > 0 { matches = Array(matches.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 && matches.count > request.fetchLimit { matches = Array(matches.prefix(request.fetchLimit)) }
-        return (matches, entity, faultsAtStart)
+        return (matches, entity, faultsAtStart, holdsStandIns)
     }
 
     /// The context whose fetch is judging rows on this thread: the one that stand-ins and

@@ -93,11 +93,16 @@ extension NSManagedObjectContext {
         // Saves are broadcast after the commit lock is released, so the merge of a later
         // save that deleted an inserted row can arrive first, find nothing to delete, and
         // leave this insert to register an object for a row that is gone. (Found in review.)
+        // The IDs are this coordinator's (see `changes(from:)`); a row is looked for only in
+        // the store that holds it (not `coordinator.owns`, which takes a lock per ID).
         let store = try? coordinator.primaryStore(for: "merging")
-        for id in changes.inserted where coordinator.owns(id) {
+        let number = store.map { storeNumber(for: $0.identifier) }
+        for id in changes.inserted {
             if let o = registeredObject(id) {
                 inserted.insert(o)
-            } else if let row = id.rowID, let store, (try? store.containsRow(row)) == true {
+            } else if let row = id.rowID, let store, id.objectKey.store == number,
+                (try? store.containsRow(row)) == true
+            {
                 inserted.insert(object(with: id))
             }
         }
