@@ -305,14 +305,47 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         #expect(didSaveIDs.kinds[NSUpdatedObjectIDsKey] == "objectIDs")
     }
 
-    @Test func aSaveWithNoChangesPostsNothing() async throws {
-        let container = try Fixtures.container()
+    /// Core Data posts will-save and did-save for a save with nothing to write (a public
+    /// Core Data test suite expects a did-save with no objects after such a save). Found
+    /// in review: we posted nothing.
+    @Test(arguments: [false, true]) func aSaveWithNoChangesPostsWillSaveAndAnEmptyDidSave(storeLoaded: Bool) async throws {
+        let container: NSPersistentContainer
+        if storeLoaded {
+            container = try Fixtures.container()
+        } else {
+            container = NSPersistentContainer(name: "unloaded", managedObjectModel: try Fixtures.model())
+        }
         let context = container.newBackgroundContext()
         let log = NoteLog()
         let tokens = observe(allContextNotifications, of: context, into: log)
         defer { stopObserving(tokens) }
         try await context.perform { try context.save() }
-        #expect(log.all.isEmpty)
+        #expect(log.all.map(\.name) == [
+            NSManagedObjectContext.willSaveObjectsNotification, NSManagedObjectContext.didSaveObjectsNotification,
+            NSManagedObjectContext.didSaveObjectIDsNotification,
+        ])
+        #expect(log.all.allSatisfy { $0.ids.isEmpty && $0.onQueue && $0.objectIsContext })
+    }
+
+    /// What a will-save observer inserts into an otherwise empty save is saved by it.
+    @Test func aWillSaveObserverMayGiveAnEmptySaveSomethingToWrite() async throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        let token = NotificationCenter.default.addObserver(
+            forName: .NSManagedObjectContextWillSave, object: context, queue: nil
+        ) { _ in
+            if context.insertedObjects.isEmpty { Book(context: context).title = "from will-save" }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        let log = NoteLog()
+        let tokens = observe([NSManagedObjectContext.didSaveObjectsNotification], of: context, into: log)
+        defer { stopObserving(tokens) }
+        try await context.perform { try context.save() }
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.ids[NSInsertedObjectsKey]?.count == 1)
+        let reader = container.newBackgroundContext()
+        let titles = try reader.performAndWait { try reader.fetch(Book.fetchRequest()).map(\.title) }
+        #expect(titles == ["from will-save"])
     }
 
     @Test func didSaveObserverMayUseTheSavedObjectsOnTheQueue() async throws {
@@ -342,7 +375,7 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         var iterator = stream.makeAsyncIterator()
 
         let id: NSManagedObjectID = try await context.perform {
-            try context.save()  // no changes: yields nothing
+            try context.save()  // no changes: yields nothing (the notifications are posted)
             let b = Book(context: context)
             try context.save()
             return b.objectID

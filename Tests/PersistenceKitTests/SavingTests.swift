@@ -103,7 +103,8 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
         #expect(saved.withLock { $0 } == [["a", "b"], ["c", "d"], ["f"], ["h", "j"], ["i"]])
     }
 
-    @Test func saveWithoutChangesIsANoOp() async throws {
+    /// Writes nothing (its notifications: NotificationTests).
+    @Test func saveWithoutChangesWritesNothing() async throws {
         let container = try Fixtures.container()
         let ids = try await Fixtures.seedShelf(container)
         let ctx = container.newBackgroundContext()

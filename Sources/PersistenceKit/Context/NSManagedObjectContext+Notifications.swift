@@ -99,8 +99,10 @@ extension NSManagedObjectContext {
         public var deleted: Set<NSManagedObjectID>
     }
 
-    /// An asynchronous sequence of the object IDs of every save of this context, from the
-    /// moment of the call; it ends when the context is deallocated or the consumer stops.
+    /// An asynchronous sequence of the object IDs of every save of this context that wrote
+    /// something (a save with no changes posts its notifications but yields nothing here),
+    /// from the moment of the call; it ends when the context is deallocated or the consumer
+    /// stops.
     /// May be called from any thread.
     public func didSaveObjectIDs() -> AsyncStream<ObjectIDChanges> {
         let (stream, continuation) = AsyncStream<ObjectIDChanges>.makeStream(bufferingPolicy: .unbounded)

@@ -22,7 +22,8 @@ struct SavedChanges: Sendable {
 // rewrites the conflicting objects, as in Core Data).
 extension NSManagedObjectContext {
     /// Saves the context's inserts, updates and deletes to the store as one atomic
-    /// transaction. Does nothing when there are no changes.
+    /// transaction. With no changes nothing is written, but will-save and did-save (with no
+    /// objects) are posted, as Core Data does: check ``hasChanges`` first to skip them.
     ///
     /// - Throws: ``CoreDataError``: a validation code (several problems come back together as
     ///   `.validationMultipleErrors`, one detailed error per problem and object);
@@ -45,8 +46,8 @@ extension NSManagedObjectContext {
         // Inaccessible faults have no row left to delete: dropped here, not written (a delete
         // of a missing row would be a conflict), and again below for any a hook fired.
         discardInaccessibleObjects()
-        guard !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty else { return }
-        let store = try coordinator.primaryStore(for: "save()")
+        // A save with nothing to write needs no store (none may be loaded yet).
+        let loadedStore = hasUnsavedChanges ? try coordinator.primaryStore(for: "save()") : nil
         isSaving = true
         defer { isSaving = false }
 
@@ -54,6 +55,14 @@ extension NSManagedObjectContext {
         // What will-save observers changed is processed before the hooks, so that the first
         // round below covers it and what is unprocessed after the round is the hooks' doing.
         processPendingChanges()
+        guard hasUnsavedChanges else {
+            // Core Data posts will-save and did-save for a save with nothing to write too
+            // (observed in a public Core Data test suite; found in review: we posted nothing,
+            // and code counting saves by did-save missed these). Nothing goes to the store.
+            finishEmptySave()
+            return
+        }
+        let store = try loadedStore ?? coordinator.primaryStore(for: "save()")
         // Core Data promises no order for willSave(); iterating the sets saves three sorts.
         insertions.forEach { $0.willSave() }
         for set in [updatedSet, deletedSet] {
@@ -108,6 +117,16 @@ extension NSManagedObjectContext {
                 updated = objectsInSaveOrder(updatedSet)
             }
         }
+    }
+
+    /// Whether any insert, update or deletion waits for a save.
+    private var hasUnsavedChanges: Bool { !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty }
+
+    /// The did-save notifications of a save that wrote nothing: no objects, no IDs. (The
+    /// `didSaveObjectIDs()` stream, ours, not Core Data's, yields only saves that wrote.)
+    private func finishEmptySave() {
+        post(.NSManagedObjectContextDidSave, userInfo: [:])
+        postObjectIDs(NSManagedObjectContext.didSaveObjectIDsNotification, ObjectIDChanges(inserted: [], updated: [], deleted: []))
     }
 
     /// Under the error policy, a changed object that link upkeep moved onto a row saved
@@ -610,7 +629,8 @@ extension NSManagedObjectContext {
         post(.NSManagedObjectContextDidSave, userInfo: info)
         let ids = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
         postObjectIDs(NSManagedObjectContext.didSaveObjectIDsNotification, ids)
-        publishDidSave(ids)
+        // A merge policy may have resolved every change away: the stream yields only writes.
+        if !(ids.inserted.isEmpty && ids.updated.isEmpty && ids.deleted.isEmpty) { publishDidSave(ids) }
         coordinator.broadcast(changes, from: self)
     }
 }
