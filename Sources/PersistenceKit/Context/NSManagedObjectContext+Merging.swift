@@ -93,8 +93,10 @@ extension NSManagedObjectContext {
         // Saves are broadcast after the commit lock is released, so the merge of a later
         // save that deleted an inserted row can arrive first, find nothing to delete, and
         // leave this insert to register an object for a row that is gone. (Found in review.)
-        // The IDs are this coordinator's (see `changes(from:)`); a row is looked for only in
-        // the store that holds it (not `coordinator.owns`, which takes a lock per ID).
+        // The IDs are this coordinator's (see `changes(from:)`). An unregistered one is looked
+        // up only when it names a row of the primary store, the one store fetches and faults
+        // read (an ID of another store, or of one removed meanwhile, registers nothing). No
+        // `coordinator.owns` here: it takes the coordinator's lock per ID.
         let store = try? coordinator.primaryStore(for: "merging")
         let number = store.map { storeNumber(for: $0.identifier) }
         for id in changes.inserted {

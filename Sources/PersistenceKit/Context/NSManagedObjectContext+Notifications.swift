@@ -8,9 +8,10 @@ extension Notification.Name {
     public static let NSManagedObjectContextObjectsDidChange = Notification.Name("NSObjectsChangedInManagingContextNotification")
     /// Posted by a context at the start of a save, on its queue, with no user info.
     public static let NSManagedObjectContextWillSave = Notification.Name("NSManagingContextWillSaveChangesNotification")
-    /// Posted by a context after a save reached the store, on its queue, with the saved
-    /// objects as sets of `NSManagedObject` under the inserted/updated/deleted keys. Pass it
-    /// to another context's `mergeChanges(fromContextDidSave:)`.
+    /// Posted by a context at the end of every save, on its queue, with the saved objects as
+    /// sets of `NSManagedObject` under the inserted/updated/deleted keys (only the keys that
+    /// have objects: none for a save that had nothing to write). Pass it to another
+    /// context's `mergeChanges(fromContextDidSave:)`.
     public static let NSManagedObjectContextDidSave = Notification.Name("NSManagingContextDidSaveChangesNotification")
     /// Same as `NSManagedObjectContext.didSaveObjectIDsNotification`: posted after a save,
     /// with the saved objects' IDs.

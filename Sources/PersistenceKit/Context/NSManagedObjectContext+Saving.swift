@@ -22,8 +22,9 @@ struct SavedChanges: Sendable {
 // rewrites the conflicting objects, as in Core Data).
 extension NSManagedObjectContext {
     /// Saves the context's inserts, updates and deletes to the store as one atomic
-    /// transaction. With no changes nothing is written, but will-save and did-save (with no
-    /// objects) are posted, as Core Data does: check ``hasChanges`` first to skip them.
+    /// transaction. With no changes nothing is written, but will-save, then did-save and
+    /// did-save object IDs (with no objects) are posted, as Core Data does: check
+    /// ``hasChanges`` first to skip them. What a will-save observer changes is saved too.
     ///
     /// - Throws: ``CoreDataError``: a validation code (several problems come back together as
     ///   `.validationMultipleErrors`, one detailed error per problem and object);
@@ -31,8 +32,9 @@ extension NSManagedObjectContext {
     ///   first and the merge policy is ``NSErrorMergePolicy`` — and under any policy when an
     ///   object this save updates was deleted from the store meanwhile (no policy brings a
     ///   deleted row back; its `NSMergeConflict` has `newVersionNumber` 0), or when the
-    ///   16th attempt of the commit still conflicts; `.coreData` when no store is
-    ///   loaded; `.persistentStoreSave` when the store fails. After a thrown error the store
+    ///   16th attempt of the commit still conflicts; `.coreData` when there is something to
+    ///   write and no store is loaded (checked before will-save, and again after it, for
+    ///   what a will-save observer changed); `.persistentStoreSave` when the store fails. After a thrown error the store
     ///   holds nothing of this save. The context keeps its changes as they were, except
     ///   where another merge policy already resolved a conflict in an earlier attempt of
     ///   this save: those objects keep the resolved values.
