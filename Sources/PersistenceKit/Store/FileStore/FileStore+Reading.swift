@@ -50,9 +50,13 @@ extension FileStore {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
             try prepare(&s)
             var result: [StoreRow] = []
-            result.reserveCapacity(filter == nil ? (s.tables[entity]?.rows.count ?? 0) : 64)
+            // Room for every candidate row at once (what the index gave, or the whole table):
+            // grown by doubling instead, the array was copied nine times for a scan keeping
+            // 25,000 of 100,000 rows, each copy into fresh pages (measured with callgrind: 3%
+            // of that fetch). Memory past the matches is reserved, not touched. (Passed inline:
+            // a closure kept in a `let` would box `result` for every append.)
             guard !derivedLayout.derivedColumns(entity).isEmpty else {
-                try forEachMatch(entity: entity, filter: filter, in: &s) { pk, ref, r throws(FileStoreError) in
+                try forEachMatch(entity: entity, filter: filter, in: &s, reserve: { result.reserveCapacity($0) }) { pk, ref, r throws(FileStoreError) in
                     result.append(
                         StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
                 }
@@ -65,7 +69,7 @@ extension FileStore {
             // encoded row holds null there (or, before version 3, a list the store ignores).
             // (Found in review: they were checked against the stored null.)
             let (encoded, onLists) = splitDerivedConditions(filter, entity: entity)
-            try forEachMatch(entity: entity, filter: encoded, in: &s) { pk, ref, r throws(FileStoreError) in
+            try forEachMatch(entity: entity, filter: encoded, in: &s, reserve: { result.reserveCapacity($0) }) { pk, ref, r throws(FileStoreError) in
                 let id = StoreRowID(entity: entity, primaryKey: pk)
                 var values = try FileStoreFormat.decodeValues(&r)
                 derived.fill(&values, of: id, layout)
@@ -79,13 +83,16 @@ extension FileStore {
     /// Calls `body` for each row of `entity` that passes `filter`, in primary-key order, with
     /// a reader over the row's values. Conditions are checked on the encoded row first
     /// (`RowMatcher`), so rows that fail are never decoded.
+    ///
+    /// `reserve` is told how many rows at most `body` will see, before the first.
     private func forEachMatch(
-        entity: Int32, filter: StoreFilter?, in s: inout State,
+        entity: Int32, filter: StoreFilter?, in s: inout State, reserve: (Int) -> Void = { _ in },
         _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {
         try prepare(&s)
         let candidates = try candidateKeys(entity: entity, filter: filter, in: &s)
         guard let rows = s.tables[entity]?.rows else { return }
+        reserve(candidates?.keys.count ?? rows.count)
         // The condition the index answered is not checked again on each row it gave
         // (measured: a tenth of 100 indexed equality fetches of 100 rows each).
         var remaining = filter
