@@ -46,6 +46,19 @@ private actor PendingChangesActor: NSModelActor {
     func deleteAll() throws { for item in try modelContext.fetch(Item.fetchRequest()) { modelContext.delete(item) } }
     func nothing() {}
     func deletedCount() -> Int { modelContext.deletedObjects.count }
+
+    func make() throws -> NSManagedObjectID {
+        let item = Item(context: modelContext)
+        try modelContext.save()
+        return item.objectID
+    }
+
+    /// Whether the object was registered (and so refreshed).
+    func refresh(_ id: NSManagedObjectID) -> Bool {
+        guard let object = modelContext.registeredObject(for: id) else { return false }
+        modelContext.refresh(object, mergeChanges: false)
+        return true
+    }
 }
 
 @Suite struct PendingChangesTests {
@@ -76,7 +89,7 @@ private actor PendingChangesActor: NSModelActor {
 
     @Test(.timeLimit(.minutes(1))) func aRefreshInAnActorMethodIsAnnouncedWhenTheJobEnds() async throws {
         let container = try ActorFixtures.container()
-        let actor = RefreshingActor(container: container)
+        let actor = PendingChangesActor(container: container)
         let id = try await actor.make()
         let counter = DidChangeCounter(actor.modelExecutor.context)
         #expect(await actor.refresh(id))
@@ -135,28 +148,5 @@ private actor PendingChangesActor: NSModelActor {
             #expect(count == 1)
         }
         #expect(returningValue == false)
-    }
-}
-
-private actor RefreshingActor: NSModelActor {
-    nonisolated let modelContainer: NSPersistentContainer
-    nonisolated let modelExecutor: NSModelObjectContextExecutor
-
-    init(container: NSPersistentContainer) {
-        modelContainer = container
-        modelExecutor = NSModelObjectContextExecutor(context: container.newBackgroundContext())
-    }
-
-    func make() throws -> NSManagedObjectID {
-        let item = Item(context: modelContext)
-        try modelContext.save()
-        return item.objectID
-    }
-
-    /// Whether the object was registered (and so refreshed).
-    func refresh(_ id: NSManagedObjectID) -> Bool {
-        guard let object = modelContext.registeredObject(for: id) else { return false }
-        modelContext.refresh(object, mergeChanges: false)
-        return true
     }
 }
