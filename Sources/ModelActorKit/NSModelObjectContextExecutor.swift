@@ -42,7 +42,7 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
         precondition(
             context.isExecutingOnQueue,
             "PersistenceKit: isolation check failed — the caller is not running on the queue of context "
-                + "'\(context.name ?? "unnamed")'. Rule: an NSModelActor's state may only be touched from its own "
+                + "'\(context.debugName)'. Rule: an NSModelActor's state may only be touched from its own "
                 + "methods or from a perform/performAndWait block of its context.")
     }
 

@@ -5,6 +5,19 @@ import Testing
 /// Small Core Data members that ported code uses: `userInfo` of a context, `faultingState`
 /// of an object.
 @Suite struct CompatibilityAPITests {
+    /// Core Data's `name` is developer-provided: nil on the container's view context until
+    /// set (found in a compatibility review: it read "viewContext"). Messages still call the
+    /// view context so (QueueDisciplineTests checks a trap's text).
+    @Test @MainActor func theViewContextHasNoNameUntilOneIsGiven() throws {
+        let container = try Fixtures.container()
+        #expect(container.viewContext.name == nil)
+        #expect(container.viewContext.description.contains("viewContext"))
+        container.viewContext.name = "main"
+        #expect(container.viewContext.name == "main")
+        #expect(container.viewContext.description.contains("main"))
+        #expect(container.newBackgroundContext().name == nil)
+    }
+
     @Test func aContextKeepsItsUserInfoBetweenPerformBlocks() throws {
         let context = try Fixtures.container().newBackgroundContext()
         context.performAndWait { context.userInfo["importer"] = "nightly" }

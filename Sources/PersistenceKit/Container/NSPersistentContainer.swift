@@ -39,7 +39,7 @@ open class NSPersistentContainer: @unchecked Sendable {
         self.managedObjectModel = model
         self.persistentStoreCoordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
         self.viewContext = NSManagedObjectContext(concurrencyType: .mainQueueConcurrencyType, coordinator: persistentStoreCoordinator)
-        self.viewContext.name = "viewContext"
+        self.viewContext.setFallbackName("viewContext")  // `name` stays nil, as in Core Data
         // The default description is made when first read, not here: finding the default
         // folder reads the environment and walks XDG paths, which was a fifth of reopening a
         // store whose description the caller replaces anyway (measured with callgrind).

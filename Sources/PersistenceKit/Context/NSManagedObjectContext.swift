@@ -41,7 +41,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// keep its own copy and check it with one atomic load instead of taking the box's lock
     /// (measured: the lock was taken for every object created).
     private let coordinatorGeneration = Atomic<Int>(0)
-    private let nameBox = Lock<String?>(nil)
+    /// `name` as set, and what messages call the context when it has none (the container's
+    /// view context: "viewContext").
+    private let nameBox = Lock<(given: String?, fallback: String?)>((nil, nil))
     let didSaveStreams = Lock<[UUID: AsyncStream<NSManagedObjectContext.ObjectIDChanges>.Continuation]>([:])
 
     // Queue-confined state. `@exclusivity(unchecked)`: the run-time check for overlapping
@@ -249,8 +251,16 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
 
     /// A name for debugging; appears in messages and traps. May be set from any thread.
     public var name: String? {
-        get { nameBox.withLock { $0 } }
-        set { nameBox.withLock { $0 = newValue } }
+        get { nameBox.withLock { $0.given } }
+        set { nameBox.withLock { $0.given = newValue } }
+    }
+
+    /// Sets what messages and traps call the context while `name` is nil. (The container's
+    /// view context had the name "viewContext"; Core Data's `name` is developer-provided and
+    /// nil until set, found in a compatibility review, but the messages should still say
+    /// which context it is.)
+    func setFallbackName(_ fallback: String) {
+        nameBox.withLock { $0.fallback = fallback }
     }
 
     /// A dictionary of your own values kept with the context, as Core Data's `userInfo`:
@@ -265,8 +275,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
     @exclusivity(unchecked) private var storedUserInfo: NSMutableDictionary?
 
-    var debugName: String {
-        name ?? "\(concurrencyType == .mainQueueConcurrencyType ? "main" : "private") context \(ObjectIdentifier(self))"
+    package var debugName: String {
+        let (given, fallback) = nameBox.withLock { $0 }
+        return given ?? fallback
+            ?? "\(concurrencyType == .mainQueueConcurrencyType ? "main" : "private") context \(ObjectIdentifier(self))"
     }
 
     /// A readable summary for logs and messages.
