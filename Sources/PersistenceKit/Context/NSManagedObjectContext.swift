@@ -249,7 +249,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         return c
     }
 
-    /// A name for debugging; appears in messages and traps. May be set from any thread.
+    /// A name for debugging; appears in messages and traps. Nil until you set one (the
+    /// container's view context included, as in Core Data). May be set from any thread.
     public var name: String? {
         get { nameBox.withLock { $0.given } }
         set { nameBox.withLock { $0.given = newValue } }
