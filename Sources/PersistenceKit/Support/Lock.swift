@@ -16,7 +16,11 @@ final class Lock<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only read or written inside `withLock`, while
     // `mutex` is held, so accesses from different threads never overlap.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    // Unchecked: the mutex already makes every access exclusive (a nested `withLock` on the
+    // same lock deadlocks before any overlap), and the run-time check it replaced was a call
+    // into the runtime and a thread-local lookup on every `withLock` (measured: ~5% of a hop
+    // between two model actors, which takes three locks).
+    @exclusivity(unchecked) private var value: Value
 
     init(_ value: Value) {
         self.value = value
