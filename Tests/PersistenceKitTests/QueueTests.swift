@@ -453,6 +453,35 @@ private func drain(_ context: NSManagedObjectContext) async {
         #expect(inline)
     }
 
+    /// Main-actor code inside another queue's `sync` (a serial queue used as a lock, or a
+    /// global queue) still holds the main queue: the view context and its objects are usable
+    /// there and `performAndWait` runs inline. (Regression: the queue checks trapped there,
+    /// and `performAndWait` called `DispatchQueue.main.sync` from inside the main queue.)
+    @MainActor @Test func viewContextIsUsableInsideAnotherQueuesSyncOnTheMainActor() async throws {
+        let container = try Fixtures.container()
+        let view = container.viewContext
+        for queue in [DispatchQueue(label: "lock"), DispatchQueue.global()] {
+            let (title, inline, thread) = try queue.sync {
+                let b = Book(context: view)
+                b.title = "Inside sync"
+                try view.save()
+                let (inline, thread) = view.performAndWait { (view.queue.isCurrentOrHeldByMainActor, pthread_self()) }
+                return (b.title, inline, thread)
+            }
+            #expect(title == "Inside sync")
+            #expect(inline)
+            #expect(pthread_equal(thread, pthread_self()) != 0)
+        }
+        #expect(try view.count(for: Book.fetchRequest()) == 2)
+        // Off the main actor the second look says no, as the first does — also when the main
+        // queue runs the operation it leaves there at once, on another thread (the check
+        // once read that as yes: the tests caught it on a background save).
+        let offMain = await Task.detached {
+            (0..<200).filter { _ in view.queue.isCurrentOrHeldByMainActor || view.queue.isCurrent }.count
+        }.value
+        #expect(offMain == 0)
+    }
+
     @Test func viewContextPerformFromBackgroundRunsOnTheMainThread() async throws {
         let container = try Fixtures.container()
         let view = container.viewContext

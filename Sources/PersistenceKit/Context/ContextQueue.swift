@@ -176,7 +176,7 @@ final class ContextQueue: Sendable {
     func sync<T>(_ body: () throws -> T) rethrows -> T {
         switch kind {
         case .main:
-            if Self.isOnMainQueue { return try body() }
+            if isCurrentOrHeldByMainActor { return try body() }
             DrainScope.flushCurrent()  // as below: this thread is about to wait
             return try DispatchQueue.main.sync(execute: body)
         case .privateQueue:

@@ -324,7 +324,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Traps unless the caller runs on this context's queue (when checks are on).
     @inline(__always)
     func assertOnQueue(_ operation: @autoclosure () -> String, object: NSManagedObject? = nil) {
-        if Self.checksQueues && !queue.isCurrent {
+        // The second, slower look only before trapping (main-actor code inside another
+        // queue's `sync`, see ContextQueue+MainActor.swift).
+        if Self.checksQueues && !queue.isCurrent && !queue.isCurrentOrHeldByMainActor {
             queueViolation(operation(), object: object)
         }
     }
@@ -348,7 +350,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     /// Whether the calling thread is running this context's queue right now.
-    package var isExecutingOnQueue: Bool { queue.isCurrent }
+    package var isExecutingOnQueue: Bool { queue.isCurrentOrHeldByMainActor }
 
     /// Whether the caller runs on the main queue (the main actor's executor). On Linux this
     /// is not the same as `Thread.isMainThread`: after `dispatchMain()` a worker thread
