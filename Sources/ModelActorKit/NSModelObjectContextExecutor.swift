@@ -40,7 +40,7 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
     /// `perform`/`performAndWait` block of the context).
     public func checkIsolated() {
         precondition(
-            context.isExecutingOnQueue,
+            context.isExecutingOnQueueOnSecondLook,
             "PersistenceKit: isolation check failed — the caller is not running on the queue of context "
                 + "'\(context.debugName)'. Rule: an NSModelActor's state may only be touched from its own "
                 + "methods or from a perform/performAndWait block of its context.")

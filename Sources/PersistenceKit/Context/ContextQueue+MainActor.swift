@@ -4,13 +4,13 @@ import Synchronization
 // (a serial queue used as a lock) or `DispatchQueue.global().sync { … }` run the block on the
 // calling thread while the main actor's job waits for it, so the main queue is still held.
 // `ContextQueue.isOnMainQueue` cannot see that on Linux: the queue-specific value it reads is
-// looked up along the current queue's targets only. (Regression: the view context's checks
-// trapped there, and its `performAndWait` called `DispatchQueue.main.sync` from inside the
-// main queue, which crashes.)
+// looked up along the current queue's targets only. (Regression: the view context's queue
+// checks trapped there.) Asked only before a trap: see `ContextQueue.sync` for why not before
+// `DispatchQueue.main.sync`.
 extension ContextQueue {
     /// ``isCurrent``, and for the main queue also when the runtime says the main actor is the
     /// current executor. Slower than `isCurrent` when the answer is no (see
-    /// ``isMainActorCurrent``): for the paths where a no would trap or wait for the main queue.
+    /// ``isMainActorCurrent``): for the paths where a no traps.
     var isCurrentOrHeldByMainActor: Bool {
         isCurrent || (kind == .main && Self.isMainActorCurrent)
     }

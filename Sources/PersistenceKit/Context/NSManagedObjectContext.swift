@@ -350,7 +350,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
 
     /// Whether the calling thread is running this context's queue right now.
-    package var isExecutingOnQueue: Bool { queue.isCurrentOrHeldByMainActor }
+    package var isExecutingOnQueue: Bool { queue.isCurrent }
+
+    /// ``isExecutingOnQueue``, with a second, slower look for the view context before a trap:
+    /// main-actor code inside another queue's `sync` (see ContextQueue+MainActor.swift).
+    package var isExecutingOnQueueOnSecondLook: Bool { queue.isCurrentOrHeldByMainActor }
 
     /// Whether the caller runs on the main queue (the main actor's executor). On Linux this
     /// is not the same as `Thread.isMainThread`: after `dispatchMain()` a worker thread
