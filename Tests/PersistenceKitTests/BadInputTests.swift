@@ -72,6 +72,20 @@ enum BITSupport {
         #expect(text.contains("Author"), "stderr: \(text)")
     }
 
+    @Test func keyPathThroughAToManyRelationshipTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try Fixtures.container()
+            let context = container.newBackgroundContext()
+            context.performAndWait {
+                let shelf = Shelf(context: context)
+                _ = shelf.value(forKeyPath: "books.title")
+            }
+        }
+        let text = BITSupport.stderr(result)
+        #expect(text.contains("books.title"), "stderr: \(text)")
+        #expect(text.contains("'books' of entity 'Shelf' is not a to-one relationship"), "stderr: \(text)")
+    }
+
     @Test func unknownKeyInValueForKeyTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()

@@ -5,6 +5,35 @@ import Testing
 /// Small Core Data members that ported code uses: `userInfo` of a context, `faultingState`
 /// of an object.
 @Suite struct CompatibilityAPITests {
+    /// `value(forKeyPath:)` / `setValue(_:forKeyPath:)`, which Core Data tutorials use for
+    /// plain keys (found in a compatibility probe: they did not exist): one key reads and
+    /// writes as `forKey:`; dots lead through to-one relationships; a nil relationship on
+    /// the way reads nil and ignores a write, as key-value coding does.
+    @Test func keyPathsReadAndWriteThroughToOneRelationships() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let shelf = Shelf(context: context)
+            let book = Book(context: context)
+            book.setValue("Dune", forKeyPath: "title")
+            #expect(book.title == "Dune")
+            #expect(book.value(forKeyPath: "title") as? String == "Dune")
+            #expect(book.value(forKeyPath: "shelf.name") == nil)  // no shelf yet
+            book.setValue("ignored", forKeyPath: "shelf.name")  // no shelf: nothing happens
+            #expect(!context.registeredObjects.contains { ($0 as? Shelf)?.name == "ignored" })
+            book.shelf = shelf
+            book.setValue("Fiction", forKeyPath: "shelf.name")
+            #expect(shelf.name == "Fiction")
+            #expect(book.value(forKeyPath: "shelf.name") as? String == "Fiction")
+            let cover = Cover(context: context)
+            cover.book = book
+            #expect(cover.value(forKeyPath: "book.shelf.name") as? String == "Fiction")
+            #expect(cover.value(forKeyPath: "book.shelf") as? Shelf === shelf)
+            try context.save()
+            #expect(try context.existingObject(with: cover.objectID).value(forKeyPath: "book.title") as? String == "Dune")
+        }
+    }
+
     /// Core Data's `name` is developer-provided: nil on the container's view context until
     /// set (found in a compatibility review: it read "viewContext"). Messages still call the
     /// view context so (QueueDisciplineTests checks a trap's text).

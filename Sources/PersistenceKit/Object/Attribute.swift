@@ -63,6 +63,26 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         self.optionBits = 0
     }
 
+    /// Unavailable: a non-optional attribute needs an initial value, which becomes its
+    /// default value in the model. (Core Data's generated `@NSManaged var count: Int64` has
+    /// none; without this the compiler's message was "class has no initializers".)
+    @available(
+        *, unavailable,
+        message: "a non-optional @Attribute needs an initial value, its default value in the model: write `= 0`, `= \"\"`, … or make the type optional"
+    )
+    public init() {
+        preconditionFailure("unavailable")
+    }
+
+    /// Unavailable: as ``init()``, with options.
+    @available(
+        *, unavailable,
+        message: "a non-optional @Attribute needs an initial value, its default value in the model: write `= 0`, `= \"\"`, … or make the type optional"
+    )
+    public init(_ options: AttributeOption...) {
+        preconditionFailure("unavailable")
+    }
+
     /// Declares an optional attribute with options and no default value.
     @inlinable
     public init(_ options: AttributeOption...) where Value: ExpressibleByNilLiteral {

@@ -59,6 +59,51 @@ extension NSManagedObject {
         }
     }
 
+    /// The value at `keyPath`: one property key, or keys joined by dots that lead through
+    /// to-one relationships (`"shelf.name"`), read as ``value(forKey:)`` reads the last.
+    /// `nil` when a relationship on the way is `nil`, as key-value coding answers.
+    ///
+    /// Traps when a key is unknown, or when a key before the last is not a to-one
+    /// relationship: key paths through to-many relationships and collection operators
+    /// (`@count`, `@sum`, …) are not supported.
+    public func value(forKeyPath keyPath: String) -> Any? {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false)
+        var object = self
+        for key in keys.dropLast() {
+            guard let next = object.relatedObject(on: String(key), of: keyPath, "value(forKeyPath:)") else { return nil }
+            object = next
+        }
+        return object.value(forKey: String(keys[keys.count - 1]))
+    }
+
+    /// Sets the value at `keyPath` (see ``value(forKeyPath:)``) as ``setValue(_:forKey:)``
+    /// sets the last key on the object the path leads to. Does nothing when a relationship
+    /// on the way is `nil`, as key-value coding does.
+    ///
+    /// Traps as ``value(forKeyPath:)`` and ``setValue(_:forKey:)`` do.
+    public func setValue(_ value: Any?, forKeyPath keyPath: String) {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false)
+        var object = self
+        for key in keys.dropLast() {
+            guard let next = object.relatedObject(on: String(key), of: keyPath, "setValue(_:forKeyPath:)") else { return }
+            object = next
+        }
+        object.setValue(value, forKey: String(keys[keys.count - 1]))
+    }
+
+    /// The object that the to-one relationship `key` (a step of `keyPath`) leads to.
+    private func relatedObject(on key: String, of keyPath: String, _ operation: String) -> NSManagedObject? {
+        let i = index(forKey: key, "\(operation) \"\(keyPath)\"")
+        guard let r = entity.properties[i] as? NSRelationshipDescription, !r.isToMany else {
+            preconditionFailure(
+                "PersistenceKit: \(operation) \"\(keyPath)\" — '\(key)' of entity '\(entity.name)' is not a to-one "
+                    + "relationship, and the path goes on past it (object \(objectID)). Rule: only to-one relationships may "
+                    + "come before the last key; paths through to-many relationships and collection operators are not "
+                    + "supported (no key-value coding on Linux).")
+        }
+        return value(forKey: key) as? NSManagedObject
+    }
+
     /// Writes an attribute value (already of the right type) and marks the object changed.
     @usableFromInline
     func setAttribute(_ value: StoreValue, at i: Int) {
