@@ -5,6 +5,17 @@ import Testing
 /// Small Core Data members that ported code uses: `userInfo` of a context, `faultingState`
 /// of an object.
 @Suite struct CompatibilityAPITests {
+    /// A request's `entityName` names the entity it fetches, also when only `entity` was set.
+    @Test func entityNameFollowsTheEntity() throws {
+        let model = try Fixtures.model()
+        let request = NSFetchRequest<Book>()
+        #expect(request.entityName == nil)
+        request.entity = model.entitiesByName["Book"]
+        #expect(request.entityName == "Book")
+        #expect(NSFetchRequest<NSFetchRequestResult>(entityName: "Shelf").entityName == "Shelf")
+        #expect(Book.fetchRequest().entityName == "Book")
+    }
+
     /// `value(forKeyPath:)` / `setValue(_:forKeyPath:)`, which Core Data tutorials use for
     /// plain keys (found in a compatibility probe: they did not exist): one key reads and
     /// writes as `forKey:`; dots lead through to-one relationships; a nil relationship on
