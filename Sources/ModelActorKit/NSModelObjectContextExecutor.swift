@@ -46,8 +46,13 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
                 + "methods or from a perform/performAndWait block of its context.")
     }
 
-    /// Whether the caller runs on the context's queue.
+    /// Whether the caller runs on the context's queue: `true` or `false`, or, for a main-queue
+    /// context seen from off the main queue, `nil` (unknown), so that a trapping isolation
+    /// check asks ``checkIsolated()``, which looks again (main-actor code inside another
+    /// queue's `sync` holds the main queue where the quick check cannot see it). A definite
+    /// `false` made the runtime trap without asking. (Found in review.)
     public func isIsolatingCurrentContext() -> Bool? {
-        context.isExecutingOnQueue
+        if context.isExecutingOnQueue { return true }
+        return context.concurrencyType == .mainQueueConcurrencyType ? nil : false
     }
 }

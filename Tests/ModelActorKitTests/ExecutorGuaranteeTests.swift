@@ -203,6 +203,22 @@ actor ProbeActor: NSModelActor {
         }
     }
 
+    /// Main-actor code inside another queue's `sync` still holds the main queue, so an
+    /// isolation check of a model actor over the view context passes there: off the main
+    /// queue the executor answers "unknown" and `checkIsolated` looks again. (Found in
+    /// review: the executor answered a definite no and the runtime trapped.)
+    @MainActor @Test func viewContextActorIsIsolatedInsideAnotherQueuesSync() async throws {
+        let container = try ActorFixtures.container()
+        let actor = ProbeActor(container: container, context: container.viewContext, probe: OverlapProbe())
+        #expect(actor.modelExecutor.isIsolatingCurrentContext() == true)
+        DispatchQueue.global().sync { actor.preconditionIsolated() }
+        DispatchQueue(label: "lock").sync { actor.preconditionIsolated() }
+        let offMain = await Task.detached { actor.modelExecutor.isIsolatingCurrentContext() }.value
+        #expect(offMain == nil)
+        let privateActor = ProbeActor(container: container, context: container.newBackgroundContext(), probe: OverlapProbe())
+        #expect(privateActor.modelExecutor.isIsolatingCurrentContext() == false)
+    }
+
     @MainActor @Test func mainModelActorUsesViewContext() async throws {
         let container = try ActorFixtures.container()
         let viewModel = ItemViewModel(modelContainer: container)

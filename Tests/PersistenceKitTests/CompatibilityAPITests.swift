@@ -14,6 +14,8 @@ import Testing
         #expect(request.entityName == "Book")
         #expect(NSFetchRequest<NSFetchRequestResult>(entityName: "Shelf").entityName == "Shelf")
         #expect(Book.fetchRequest().entityName == "Book")
+        request.entityName = "Shelf"  // replaces the entity set before
+        #expect(request.entity == nil && request.entityName == "Shelf")
     }
 
     /// `value(forKeyPath:)` / `setValue(_:forKeyPath:)`, which Core Data tutorials use for

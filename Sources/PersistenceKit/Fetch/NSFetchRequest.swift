@@ -42,7 +42,12 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
             if case .none = storedEntityName { storedEntityName = .some(entityClass.map { String(describing: $0) }) }
             return storedEntityName ?? nil
         }
-        set { storedEntityName = .some(newValue) }
+        // Naming an entity replaces one set before, which would otherwise decide the fetch
+        // and this getter. (Core Data's `entityName` is read-only.)
+        set {
+            entity = nil
+            storedEntityName = .some(newValue)
+        }
     }
     /// The entity name as set, or as made from ``entityClass``; `.none` until either happens.
     private var storedEntityName: String??
