@@ -8,12 +8,15 @@ import Synchronization
 // checks trapped there.) Asked only before a trap: see `ContextQueue.sync` for why not before
 // `DispatchQueue.main.sync`.
 extension ContextQueue {
-    /// ``isCurrent``, and for the main queue also when the runtime says the main actor is the
-    /// current executor. Slower than `isCurrent` when the answer is no (see
+    /// For the main queue: whether the runtime says the main actor is the current executor
+    /// (false for private queues). The second, slower look after ``isCurrent`` said no (see
     /// ``isMainActorCurrent``): for the paths where a no traps.
-    var isCurrentOrHeldByMainActor: Bool {
-        isCurrent || (kind == .main && Self.isMainActorCurrent)
+    var isHeldByMainActor: Bool {
+        kind == .main && Self.isMainActorCurrent
     }
+
+    /// ``isCurrent``, or else ``isHeldByMainActor``.
+    var isCurrentOrHeldByMainActor: Bool { isCurrent || isHeldByMainActor }
 
     /// Whether the main actor is the executor the caller runs on, asked of the Swift runtime
     /// without trapping.

@@ -326,7 +326,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     func assertOnQueue(_ operation: @autoclosure () -> String, object: NSManagedObject? = nil) {
         // The second, slower look only before trapping (main-actor code inside another
         // queue's `sync`, see ContextQueue+MainActor.swift).
-        if Self.checksQueues && !queue.isCurrent && !queue.isCurrentOrHeldByMainActor {
+        if Self.checksQueues && !queue.isCurrent && !queue.isHeldByMainActor {
             queueViolation(operation(), object: object)
         }
     }

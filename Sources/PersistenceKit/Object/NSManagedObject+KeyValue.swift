@@ -67,13 +67,8 @@ extension NSManagedObject {
     /// relationship: key paths through to-many relationships and collection operators
     /// (`@count`, `@sum`, …) are not supported.
     public func value(forKeyPath keyPath: String) -> Any? {
-        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false)
-        var object = self
-        for key in keys.dropLast() {
-            guard let next = object.relatedObject(on: String(key), of: keyPath, "value(forKeyPath:)") else { return nil }
-            object = next
-        }
-        return object.value(forKey: String(keys[keys.count - 1]))
+        guard let (object, key) = lastStep(of: keyPath, "value(forKeyPath:)") else { return nil }
+        return object.value(forKey: key)
     }
 
     /// Sets the value at `keyPath` (see ``value(forKeyPath:)``) as ``setValue(_:forKey:)``
@@ -82,13 +77,20 @@ extension NSManagedObject {
     ///
     /// Traps as ``value(forKeyPath:)`` and ``setValue(_:forKey:)`` do.
     public func setValue(_ value: Any?, forKeyPath keyPath: String) {
+        guard let (object, key) = lastStep(of: keyPath, "setValue(_:forKeyPath:)") else { return }
+        object.setValue(value, forKey: key)
+    }
+
+    /// The object `keyPath`'s keys before the last lead to, and the last key; `nil` when a
+    /// relationship on the way is `nil`.
+    private func lastStep(of keyPath: String, _ operation: String) -> (NSManagedObject, String)? {
         let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false)
-        var object = self
+        var object: NSManagedObject = self
         for key in keys.dropLast() {
-            guard let next = object.relatedObject(on: String(key), of: keyPath, "setValue(_:forKeyPath:)") else { return }
+            guard let next = object.relatedObject(on: String(key), of: keyPath, operation) else { return nil }
             object = next
         }
-        object.setValue(value, forKey: String(keys[keys.count - 1]))
+        return (object, String(keys[keys.count - 1]))
     }
 
     /// The object that the to-one relationship `key` (a step of `keyPath`) leads to.
