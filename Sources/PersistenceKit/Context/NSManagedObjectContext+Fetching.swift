@@ -179,9 +179,8 @@ extension NSManagedObjectContext {
         let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
         let storeFilter = requestFilter?.storeFilter(for: entity)
         noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
-        let rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
-        let storeIdentifier = store.identifier
-        let number = storeNumber(for: storeIdentifier)
+        var rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
+        let number = storeNumber(for: store.identifier)
         let defersRows =
             defersEveryRow || (requestFilter != nil && storeFilter == nil) || !request.sortRules.isEmpty
             || request.fetchLimit > 0 || request.fetchOffset > 0
@@ -202,15 +201,17 @@ extension NSManagedObjectContext {
         // Whether a stand-in (this fetch's, or an outer fetch's it shares) went into the
         // candidates, so the caller need not look for them in every fetch's results.
         var holdsStandIns = false
-        for row in rows {
+        // Rows move into the faults that hold them (`install(taking:)`): a row is read here
+        // only while no object holds it.
+        for index in rows.indices {
             let o: NSManagedObject
             if !defersRows {
-                o = register(row, entity: entity, storeIdentifier: storeIdentifier)
-            } else if let registered = registeredByID[ObjectKey(row: row.id, storeNumber: number), entity] {
-                if registered.flags.contains(.fault) { registered.holdRow(row) }
+                o = register(taking: &rows[index], entity: entity, storeNumber: number)
+            } else if let registered = registeredByID[ObjectKey(row: rows[index].id, storeNumber: number), entity] {
+                if registered.flags.contains(.fault) { registered.holdRow(taking: &rows[index]) }
                 o = registered
             } else {
-                let key = ObjectKey(row: row.id, storeNumber: number)
+                let key = ObjectKey(row: rows[index].id, storeNumber: number)
                 // Not registered, so no unsaved change: the store's values are its values. A
                 // fetch run while this one judges (from a computed property) shares its
                 // stand-ins.
@@ -219,7 +220,7 @@ extension NSManagedObjectContext {
                     standIn = outer
                 } else {
                     standIn = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-                    standIn.install(row)
+                    standIn.install(taking: &rows[index])
                     standIn.flags = [.fault]
                     standIn.setObjectKey(key)
                     standIn.moreFlags.insert(.rowStandIn)
@@ -234,9 +235,9 @@ extension NSManagedObjectContext {
             if tracksFaults && o.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(o)) }
             if pending && o.flags.contains(.deleted) { continue }
             if judgesByRows, !o.flags.contains(.fault), !(pending && o.hasChangesUnchecked),
-                let snapshot = o.snapshot, snapshot.version != row.version
+                let snapshot = o.snapshot, snapshot.version != rows[index].version
             {
-                newerRows[ObjectIdentifier(o)] = row
+                newerRows[ObjectIdentifier(o)] = rows[index]  // not a fault, so it took nothing from the row
             }
             if storeFilter == nil || requestFilter == nil {
                 unfiltered.append(o)

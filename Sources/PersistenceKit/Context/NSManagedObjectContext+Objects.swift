@@ -252,12 +252,24 @@ extension NSManagedObjectContext {
     }
 
     /// Registers a new fault for a permanent key of `entity` (its ID is made when asked for).
-    func fault(for key: ObjectKey, entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
+    func fault(for key: ObjectKey, entity: NSEntityDescription) -> NSManagedObject {
+        if !standIns.isEmpty, let s = adoptStandIn(key) { return s }
+        return registerFault(makeFault(entity), key: key)
+    }
+
+    /// Registers a new fault for a permanent key of `entity` holding `row`, which moves into
+    /// it (see `NSManagedObject.install(taking:)`); a stand-in judged for the key becomes the
+    /// object instead, and takes the row if it is a fault.
+    func fault(for key: ObjectKey, entity: NSEntityDescription, takingRow row: inout StoreRow) -> NSManagedObject {
         if !standIns.isEmpty, let s = adoptStandIn(key) {
-            if let row, s.flags.contains(.fault) { s.holdRow(row) }
+            if s.flags.contains(.fault) { s.holdRow(taking: &row) }
             return s
         }
-        let o = makeFault(entity, holding: row)
+        return registerFault(makeFault(entity, takingRow: &row), key: key)
+    }
+
+    @inline(__always)
+    private func registerFault(_ o: NSManagedObject, key: ObjectKey) -> NSManagedObject {
         o.setObjectKey(key)
         let replaced = registeredByID.insert(o)
         assert(replaced == nil, "PersistenceKit internal error: a fault replaced a registered object")
@@ -290,31 +302,40 @@ extension NSManagedObjectContext {
         }
     }
 
+    /// A new fault of `entity` in this context, holding no row (not registered).
     @inline(__always)
-    func makeFault(_ entity: NSEntityDescription, holding row: StoreRow? = nil) -> NSManagedObject {
+    func makeFault(_ entity: NSEntityDescription) -> NSManagedObject {
         let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-        if let row {
-            o.install(row)
-        } else {
-            o.storedSlots = []
-            o.storedValues = []
-            o.valueStorage = .slots
-        }
+        o.storedSlots = []
+        o.storedValues = []
+        o.valueStorage = .slots
+        o.flags = [.fault]
+        o.managedObjectContext = self
+        return o
+    }
+
+    /// A new fault of `entity` in this context holding `row`, which moves into it (see
+    /// `NSManagedObject.install(taking:)`; not registered).
+    @inline(__always)
+    func makeFault(_ entity: NSEntityDescription, takingRow row: inout StoreRow) -> NSManagedObject {
+        let o = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+        o.install(taking: &row)
         o.flags = [.fault]
         o.managedObjectContext = self
         return o
     }
 
     /// Registers (or updates) the object for a fetched row, leaving it a fault that holds
-    /// the row. A registered object with unsaved changes keeps its changes.
+    /// the row. A registered object with unsaved changes keeps its changes. A fault takes
+    /// the row (`row` is left without values); otherwise `row` is untouched.
     @inline(__always)
-    func register(_ row: StoreRow, entity: NSEntityDescription, storeIdentifier: String) -> NSManagedObject {
-        let key = ObjectKey(row: row.id, storeNumber: storeNumber(for: storeIdentifier))
+    func register(taking row: inout StoreRow, entity: NSEntityDescription, storeNumber: UInt32) -> NSManagedObject {
+        let key = ObjectKey(row: row.id, storeNumber: storeNumber)
         if let o = registeredByID[key, entity] {
-            if o.flags.contains(.fault) { o.holdRow(row) }
+            if o.flags.contains(.fault) { o.holdRow(taking: &row) }
             return o
         }
-        return fault(for: key, entity: entity, holding: row)
+        return fault(for: key, entity: entity, takingRow: &row)
     }
 
     /// Notes that a fault now holds a row that was current when ``CommitClock`` read `clock`

@@ -96,6 +96,13 @@ extension NSManagedObject {
         install(row)
     }
 
+    /// ``holdRow(_:)`` for a row the caller gives up (see ``install(taking:)``).
+    @inline(__always)
+    func holdRow(taking row: inout StoreRow) {
+        assert(flags.contains(.fault), "PersistenceKit internal error: holdRow on \(objectID), which is not a fault")
+        install(taking: &row)
+    }
+
     /// Makes a fault forget the row it holds: it loads its values from the store when fired.
     func dropRow() {
         assert(flags.contains(.fault), "PersistenceKit internal error: dropRow on \(objectID), which is not a fault")
@@ -111,6 +118,28 @@ extension NSManagedObject {
     func install(_ row: StoreRow) {
         forgetToManyEdits()
         storedSnapshot = row
+        releaseValuesOutsideSnapshot()
+    }
+
+    /// ``install(_:)`` for a row the caller gives up: its values move into the object, and
+    /// `row` is left holding none (its ID and version stay).
+    ///
+    /// Regression guard: a fetch installs rows it never reads again, and copying one retained
+    /// its values array — memory the store wrote before the fetch came back to that row, so
+    /// the retain was a cache miss per object (measured: a fifth of a filtered fetch of
+    /// 25,000 objects). The swap moves the reference without touching the array; keep it a
+    /// swap (passing the row `consuming` still compiled to a retain and a release).
+    @inline(__always)
+    func install(taking row: inout StoreRow) {
+        forgetToManyEdits()
+        storedSnapshot = StoreRow(id: row.id, version: row.version, values: [])
+        swap(&storedSnapshot!.values, &row.values)
+        releaseValuesOutsideSnapshot()
+    }
+
+    /// Empties the slots and the value array, and makes the snapshot the home of the values.
+    @inline(__always)
+    private func releaseValuesOutsideSnapshot() {
         // Emptied only when not empty already: each assignment retained the new empty
         // array and released the old one (a fetch installs a row in every new object).
         if !storedSlots.isEmpty { storedSlots = [] }
