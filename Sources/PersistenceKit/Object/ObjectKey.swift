@@ -60,6 +60,14 @@ struct ObjectKey: Hashable, Sendable {
     /// A cheap multiplicative mix of the key and `entity` (no SipHash: keys are not
     /// attacker-chosen, and this runs for every object a fetch or insert registers). Equal
     /// keys of one entity have equal hash codes.
+    ///
+    /// Keys are mixed in runs of eight: the low three bits of the number pass through
+    /// unmixed, so consecutive primary keys — a fetch's rows, in key order — land in
+    /// neighbouring buckets of `ObjectRegistry` (eight 16-byte buckets: two cache lines),
+    /// while runs are spread like single keys. (Measured: with every key scattered, looking
+    /// up and registering the 25,000 objects of a filtered fetch was 15% of its samples,
+    /// nearly all cache misses into a 1 MiB table; with runs of eight, 9%. Longer runs saved
+    /// little more and make a run that lands on another longer to probe past.)
     @inline(__always)
     func hashCode(for entity: NSEntityDescription) -> Int {
         let e = UInt64(UInt(bitPattern: ObjectIdentifier(entity)))
@@ -67,9 +75,9 @@ struct ObjectKey: Hashable, Sendable {
             isTemporary
             ? UInt64(bitPattern: number) ^ 0x5555_5555_5555_5555
             : UInt64(bitPattern: number) &+ UInt64(UInt32(bitPattern: entityIndex)) << 48
-        var x = (k ^ (e &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
+        var x = ((k >> 3) ^ (e &* 0x9E37_79B9_7F4A_7C15)) &* 0xBF58_476D_1CE4_E5B9
         x ^= x >> 31
-        return Int(truncatingIfNeeded: x)
+        return Int(truncatingIfNeeded: (x << 3) | (k & 7))
     }
 }
 
