@@ -69,7 +69,7 @@ final class ContextQueue: Sendable {
     private let owner = Atomic<UInt>(0)
 
     /// Set when the context records a change it has not processed yet: after an actor's job
-    /// the queue then runs the context's hook (see `setAfterJob`), as a `perform` block
+    /// the queue then runs the context's hook (see `setAfterJobOnce`), as a `perform` block
     /// processes pending changes when it ends. A hint, cleared when the context processes
     /// its changes; a relaxed atomic, written and read by the queue's owner. (Found in
     /// review: actor jobs never processed pending changes, so an actor method's inserts
@@ -80,11 +80,18 @@ final class ContextQueue: Sendable {
     /// never drains the main queue collects one block, not one per change.
     let mainQueueProcessingScheduled = Atomic<Bool>(false)
     private let afterJob = Lock<(@Sendable () -> Void)?>(nil)
+    /// Whether `afterJob` is set: read on every actor job enqueued, without the lock.
+    private let hasAfterJob = Atomic<Bool>(false)
 
     /// Sets what runs after an actor's job when changes are pending (the context's
-    /// `processPendingChanges`). Set once, by the context's initializer.
-    func setAfterJob(_ hook: @escaping @Sendable () -> Void) {
-        afterJob.withLock { $0 = hook }
+    /// `processPendingChanges`), unless it is set already: `makeHook` runs for the first
+    /// call only. Set before the first actor job is enqueued.
+    func setAfterJobOnce(_ makeHook: () -> @Sendable () -> Void) {
+        if hasAfterJob.load(ordering: .acquiring) { return }
+        afterJob.withLock { hook in
+            if hook == nil { hook = makeHook() }
+        }
+        hasAfterJob.store(true, ordering: .releasing)
     }
 
     private func afterExecutorJob() {

@@ -453,7 +453,7 @@ extension NSManagedObjectContext {
             var next: [NSManagedObject] = []
             var seen = Set<ObjectIdentifier>()
             func add(_ o: NSManagedObject) { if seen.insert(ObjectIdentifier(o)).inserted { next.append(o) } }
-            for o in changed.inserted where o.flags.contains(.inserted) && o.managedObjectContext === self { add(o) }
+            for o in changed.inserted where o.flags.contains(.inserted) && o.isOwned(by: self) { add(o) }
             for o in changed.updated where o.flags.contains(.updated) { add(o) }
             if deletedSet.count != deletedBefore.count || !changed.deleted.isEmpty {
                 for o in deletedSet where !deletedBefore.contains(o) { add(o) }
