@@ -126,7 +126,7 @@ extension NSManagedObject {
     ///
     /// Regression guard: a fetch installs rows it never reads again, and copying one retained
     /// its values array — memory the store wrote before the fetch came back to that row, so
-    /// the retain was a cache miss per object (measured: a fifth of a filtered fetch of
+    /// the retain was a cache miss per object (measured: a sixth of a filtered fetch of
     /// 25,000 objects). The swap moves the reference without touching the array; keep it a
     /// swap (passing the row `consuming` still compiled to a retain and a release).
     @inline(__always)
