@@ -29,22 +29,6 @@ extension NSManagedObjectModel {
     /// Reads the property wrappers of `cls` (and its superclasses, outermost first) from a
     /// prototype instance that belongs to no context.
     private static func properties(of cls: NSManagedObject.Type) -> [NSPropertyDescription] {
-        let prototype = cls.init(entity: NSEntityDescription(), insertInto: nil)
-        var mirrors: [Mirror] = []
-        var next: Mirror? = Mirror(reflecting: prototype)
-        while let m = next {
-            mirrors.append(m)
-            next = m.superclassMirror
-        }
-        var result: [NSPropertyDescription] = []
-        for m in mirrors.reversed() {
-            for child in m.children {
-                guard let wrapper = child.value as? any ManagedPropertyWrapper, let label = child.label,
-                    label.hasPrefix("_")
-                else { continue }
-                result.append(wrapper.makeDescription(name: String(label.dropFirst())))
-            }
-        }
-        return result
+        PropertyDeclarations.declaredProperties(of: cls).map { $0.wrapper.makeDescription(name: $0.name, declaration: $0.declaration) }
     }
 }

@@ -23,11 +23,11 @@ public enum AttributeOption: Sendable, Hashable {
 /// writing go through the object (faulting, change tracking, queue checks).
 @propertyWrapper
 public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
-    @usableFromInline let defaultValue: Value
-    /// Bit 0: indexed, bit 1: transient. A bit set, not a `Set`: wrappers are created for
-    /// every object, and a `Set` would allocate each time.
-    @usableFromInline let optionBits: UInt8
-    @usableFromInline var isProbe: Bool = false
+    /// The wrapper's only storage, as every object holds its wrappers: the declaration (the
+    /// default value, the options) is recorded elsewhere while the model is built (see
+    /// `PropertyDeclarations`, which also says why; a default value stored here was 16 bytes
+    /// and more per attribute per object). Option bits: bit 0 indexed, bit 1 transient.
+    @usableFromInline var mark: UInt8
 
     // The initializers are @inlinable: they run for every wrapper of every object created
     // or fetched, and called across the module boundary each call looked up the generic
@@ -36,8 +36,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// Declares an attribute whose default value is `wrappedValue`.
     @inlinable
     public init(wrappedValue: Value, _ options: AttributeOption...) {
-        self.defaultValue = wrappedValue
-        self.optionBits = Self.bits(options)
+        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: Self.bits(options)) : PropertyDeclarations.unmarked
     }
 
     /// Declares an attribute whose default value is `wrappedValue`, without options.
@@ -45,22 +44,19 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// builds an array each time.)
     @inlinable
     public init(wrappedValue: Value) {
-        self.defaultValue = wrappedValue
-        self.optionBits = 0
+        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: 0) : PropertyDeclarations.unmarked
     }
 
     /// Declares an attribute with one option.
     @inlinable
     public init(wrappedValue: Value, _ option: AttributeOption) {
-        self.defaultValue = wrappedValue
-        self.optionBits = Self.bit(option)
+        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: Self.bit(option)) : PropertyDeclarations.unmarked
     }
 
     /// Declares an optional attribute with no default value (`@Attribute var due: Date?`).
     @inlinable
     public init() where Value: ExpressibleByNilLiteral {
-        self.defaultValue = nil
-        self.optionBits = 0
+        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(Value(nilLiteral: ()), optionBits: 0) : PropertyDeclarations.unmarked
     }
 
     /// Unavailable: a non-optional attribute needs an initial value, which becomes its
@@ -86,8 +82,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// Declares an optional attribute with options and no default value.
     @inlinable
     public init(_ options: AttributeOption...) where Value: ExpressibleByNilLiteral {
-        self.defaultValue = nil
-        self.optionBits = Self.bits(options)
+        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(Value(nilLiteral: ()), optionBits: Self.bits(options)) : PropertyDeclarations.unmarked
     }
 
     /// Unavailable: `@Attribute` only works on properties of `NSManagedObject` subclasses.
@@ -109,7 +104,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
             let i = NSManagedObject.slot(of: object, storage: storage)
             let stored = object.attributeValue(at: i)
             // A required attribute that is nil (set through setValue) reads as its default.
-            return Value(storeValue: stored) ?? object[keyPath: storage].defaultValue
+            return Value(storeValue: stored) ?? declaredDefault(of: object, slot: i)
         }
         set {
             let i = NSManagedObject.slot(of: object, storage: storage)
@@ -130,13 +125,31 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         options.reduce(0) { $0 | bit($1) }
     }
 
+    /// The value a required attribute holding `nil` reads as: the default its class declares
+    /// (recorded once per class; this path is rare), else the model's.
+    @usableFromInline @inline(never)
+    static func declaredDefault(of object: NSManagedObject, slot i: Int) -> Value {
+        let property = object.entity.properties[i]
+        if case let .attribute(d, _)? = PropertyDeclarations.declarations(of: type(of: object))[property.name],
+            let value = Value(storeValue: d)
+        {
+            return value
+        }
+        if let d = (property as? NSAttributeDescription)?.defaultStoreValue, let value = Value(storeValue: d) { return value }
+        preconditionFailure(
+            "PersistenceKit: '\(object.entity.name).\(property.name)' holds nil, and neither its class nor the model gives "
+                + "it a default of type \(Value.self).")
+    }
+
     @usableFromInline
-    func makeDescription(name: String) -> NSPropertyDescription {
+    func makeDescription(name: String, declaration: PropertyDeclaration) -> NSPropertyDescription {
         let a = NSAttributeDescription(name: name, type: Value.attributeType)
         a.isOptional = Value.isOptionalAttributeValue
+        guard case let .attribute(d, optionBits) = declaration else {
+            preconditionFailure("PersistenceKit internal error: @Attribute '\(name)' recorded a relationship's declaration")
+        }
         a.isIndexed = optionBits & 1 != 0
         a.isTransient = optionBits & 2 != 0
-        let d = defaultValue.storeValue
         if !d.isNull { a.defaultValue = Value.attributeType.anyValue(from: d) }
         return a
     }

@@ -3,10 +3,14 @@ import Foundation
 /// What the model builder and the slot resolver need from `@Attribute` and `@Relationship`.
 @usableFromInline
 protocol ManagedPropertyWrapper {
-    /// Set for an instant while the resolver looks for this wrapper by reflection.
-    var isProbe: Bool { get set }
-    /// The description the wrapper declares, for building a model from classes.
-    func makeDescription(name: String) -> NSPropertyDescription
+    /// ``PropertyDeclarations/unmarked``; in a prototype the model is built from, the number
+    /// of the wrapper's recorded declaration; for an instant
+    /// ``PropertyDeclarations/probeMark`` while the slot resolver looks for this wrapper by
+    /// reflection.
+    var mark: UInt8 { get set }
+    /// The description of the property named `name` that declared `declaration`, for building
+    /// a model from classes.
+    func makeDescription(name: String, declaration: PropertyDeclaration) -> NSPropertyDescription
 }
 
 extension NSManagedObject {
@@ -41,13 +45,14 @@ extension NSManagedObject {
             entity.storageSlotCache.record(known, for: storage)
             return known
         }
-        object[keyPath: storage].isProbe = true
-        defer { object[keyPath: storage].isProbe = false }
+        let mark = object[keyPath: storage].mark
+        object[keyPath: storage].mark = PropertyDeclarations.probeMark
+        defer { object[keyPath: storage].mark = mark }
         var label: String?
         var mirror: Mirror? = Mirror(reflecting: object)
         search: while let m = mirror {
             for child in m.children {
-                if let w = child.value as? any ManagedPropertyWrapper, w.isProbe {
+                if let w = child.value as? any ManagedPropertyWrapper, w.mark == PropertyDeclarations.probeMark {
                     label = child.label
                     break search
                 }

@@ -17,12 +17,9 @@ import Foundation
 /// objects without copying the set.
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
-    @usableFromInline let inverse: String
-    @usableFromInline let deleteRule: NSDeleteRule
-    @usableFromInline let minCount: Int
-    @usableFromInline let maxCount: Int
-    @usableFromInline let isOptional: Bool
-    @usableFromInline var isProbe: Bool = false
+    /// The wrapper's only storage: the declaration is recorded while the model is built (see
+    /// `PropertyDeclarations`; stored here it was 40 bytes per relationship per object).
+    @usableFromInline var mark: UInt8
 
     /// Declares a relationship.
     ///
@@ -39,11 +36,12 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
         inverse: String, deleteRule: NSDeleteRule = .nullifyDeleteRule, isOptional: Bool = true,
         minCount: Int = 0, maxCount: Int = 0
     ) {
-        self.inverse = inverse
-        self.deleteRule = deleteRule
-        self.isOptional = isOptional
-        self.minCount = minCount
-        self.maxCount = Value.isToMany ? maxCount : 1
+        mark =
+            PropertyDeclarations.isRecording
+            ? PropertyDeclarations.recordRelationship(
+                inverse: inverse, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount,
+                maxCount: Value.isToMany ? maxCount : 1)
+            : PropertyDeclarations.unmarked
     }
 
     /// Declares a relationship with an initial value (which must be empty: `nil` or `[]`).
@@ -95,7 +93,10 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     }
 
     @usableFromInline
-    func makeDescription(name: String) -> NSPropertyDescription {
+    func makeDescription(name: String, declaration: PropertyDeclaration) -> NSPropertyDescription {
+        guard case let .relationship(inverse, deleteRule, isOptional, minCount, maxCount) = declaration else {
+            preconditionFailure("PersistenceKit internal error: @Relationship '\(name)' recorded an attribute's declaration")
+        }
         let r = NSRelationshipDescription(name: name)
         r.destinationEntityName = String(describing: Value.Destination.self)
         r.inverseName = inverse
