@@ -30,7 +30,15 @@ extension NSManagedObject {
     static func slot<Object: NSManagedObject, Wrapper: ManagedPropertyWrapper>(
         of object: Object, storage: ReferenceWritableKeyPath<Object, Wrapper>
     ) -> Int {
-        if let known = object.entity.storageSlotCache.slot(for: storage) { return known }
+        // Through a guaranteed reference: the cache is a `let` of the entity, which is a `let`
+        // of the object, which the caller holds, so it outlives the call. Called plainly, the
+        // compiler retained and released the shared cache around every property access: two
+        // atomic operations on one cache line (measured: a retain/release pair per property
+        // read or write, 400,000 of them in inserting 100,000 objects of four attributes).
+        let known = Unmanaged.passUnretained(object.entity.storageSlotCache)._withUnsafeGuaranteedRef {
+            $0.slot(for: storage)
+        }
+        if let known { return known }
         return resolveSlot(of: object, storage: storage)
     }
 
