@@ -1,7 +1,7 @@
 import Foundation
 import PersistenceKit
-import Synchronization
 import Testing
+import TestSupport
 
 // `@Attribute` and `@Relationship` store only a one-byte mark in each object; what they
 // declare is recorded while the model is built (PropertyDeclarations.swift). These tests pin
@@ -421,7 +421,7 @@ final class PDDefaults: NSManagedObject {
     @Test func modelsBuiltOnManyThreadsWhileObjectsAreMadeGetTheirDeclarations() throws {
         let container = try PDSupport.container(try NSManagedObjectModel(managedObjectClasses: [PDDefaults.self]))
         let context = container.newBackgroundContext()
-        let failures = Mutex<[String]>([])
+        let failures = TestMutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 16) { i in
             if i % 2 == 0 {
                 for _ in 0..<20 {
@@ -453,7 +453,7 @@ private enum PDSupport {
     static func container(_ model: NSManagedObjectModel, name: String = #function) throws -> NSPersistentContainer {
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = TestMutex<(any Error)?>(nil)
         container.loadPersistentStores { _, error in failure.withLock { $0 = error } }
         if let error = failure.withLock({ $0 }) { throw error }
         return container

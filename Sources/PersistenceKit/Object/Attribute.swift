@@ -26,8 +26,17 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// The wrapper's only storage, as every object holds its wrappers: the declaration (the
     /// default value, the options) is recorded elsewhere while the model is built (see
     /// `PropertyDeclarations`, which also says why; a default value stored here was 16 bytes
-    /// and more per attribute per object). Option bits: bit 0 indexed, bit 1 transient.
+    /// and more per attribute per object).
     @usableFromInline var mark: UInt8
+
+    /// The mark of a new wrapper: records the declaration while a prototype is being made
+    /// (see `PropertyDeclarations`), else ``PropertyDeclarations/unmarked`` at the cost of
+    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient.
+    @inlinable @inline(__always)
+    static func mark(declaring defaultValue: Value, optionBits: UInt8) -> UInt8 {
+        PropertyDeclarations.isRecording
+            ? PropertyDeclarations.recordAttribute(defaultValue, optionBits: optionBits) : PropertyDeclarations.unmarked
+    }
 
     // The initializers are @inlinable: they run for every wrapper of every object created
     // or fetched, and called across the module boundary each call looked up the generic
@@ -36,7 +45,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// Declares an attribute whose default value is `wrappedValue`.
     @inlinable
     public init(wrappedValue: Value, _ options: AttributeOption...) {
-        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: Self.bits(options)) : PropertyDeclarations.unmarked
+        mark = Self.mark(declaring: wrappedValue, optionBits: Self.bits(options))
     }
 
     /// Declares an attribute whose default value is `wrappedValue`, without options.
@@ -44,19 +53,19 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// builds an array each time.)
     @inlinable
     public init(wrappedValue: Value) {
-        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: 0) : PropertyDeclarations.unmarked
+        mark = Self.mark(declaring: wrappedValue, optionBits: 0)
     }
 
     /// Declares an attribute with one option.
     @inlinable
     public init(wrappedValue: Value, _ option: AttributeOption) {
-        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(wrappedValue, optionBits: Self.bit(option)) : PropertyDeclarations.unmarked
+        mark = Self.mark(declaring: wrappedValue, optionBits: Self.bit(option))
     }
 
     /// Declares an optional attribute with no default value (`@Attribute var due: Date?`).
     @inlinable
     public init() where Value: ExpressibleByNilLiteral {
-        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(Value(nilLiteral: ()), optionBits: 0) : PropertyDeclarations.unmarked
+        mark = Self.mark(declaring: Value(nilLiteral: ()), optionBits: 0)
     }
 
     /// Unavailable: a non-optional attribute needs an initial value, which becomes its
@@ -82,7 +91,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
     /// Declares an optional attribute with options and no default value.
     @inlinable
     public init(_ options: AttributeOption...) where Value: ExpressibleByNilLiteral {
-        mark = PropertyDeclarations.isRecording ? PropertyDeclarations.recordAttribute(Value(nilLiteral: ()), optionBits: Self.bits(options)) : PropertyDeclarations.unmarked
+        mark = Self.mark(declaring: Value(nilLiteral: ()), optionBits: Self.bits(options))
     }
 
     /// Unavailable: `@Attribute` only works on properties of `NSManagedObject` subclasses.

@@ -26,7 +26,8 @@ enum PropertyDeclaration: Sendable {
 /// same order every time), until every wrapper has its entry.
 ///
 /// # Thread safety
-/// Recordings are kept per thread, under `recordings`' lock; ``activeRecordings`` only tells
+/// Recordings are kept per thread, under `recordings`' lock (a pthread `Lock`, which Thread
+/// Sanitizer sees, not a futex `Mutex`, which it does not); ``activeRecordings`` only tells
 /// wrappers whether any thread records at all.
 @usableFromInline
 enum PropertyDeclarations {
@@ -50,10 +51,10 @@ enum PropertyDeclarations {
 
     /// Each recording thread's stack of recordings (a prototype's initializer could build
     /// another model), innermost last.
-    private static let recordings = Mutex<[UInt: [Recording]]>([:])
+    private static let recordings = Lock<[UInt: [Recording]]>([:])
 
     /// Each class's declarations by property name, once asked for (see ``declarations(of:)``).
-    private static let byClass = Mutex<[ObjectIdentifier: [String: PropertyDeclaration]]>([:])
+    private static let byClass = Lock<[ObjectIdentifier: [String: PropertyDeclaration]]>([:])
 
     /// Whether some thread records declarations now; `false` nearly always.
     @inlinable @inline(__always)
@@ -91,7 +92,8 @@ enum PropertyDeclarations {
     static func recordRelationship(
         inverse: String, deleteRule: NSDeleteRule, isOptional: Bool, minCount: Int, maxCount: Int
     ) -> UInt8 {
-        record(.relationship(inverse: inverse, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount, maxCount: maxCount))
+        record(
+            .relationship(inverse: inverse, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount, maxCount: maxCount))
     }
 
     /// Builds a prototype of `cls` that belongs to no context, recording what the wrapper
