@@ -374,7 +374,6 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     ///
     /// Traps when `context` uses a model that does not contain `entity`.
     public required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
-        self.entity = entity
         if entity.isSealed && entity.hasOnlyPersistentAttributes {
             self.storedSlots = []
             self.storedValues = entity.defaultValues
@@ -382,6 +381,11 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         } else {
             self.storedSlots = Self.defaultSlots(for: entity)
         }
+        // Stored last: the store is then the parameter's last use and takes it over. Stored
+        // first, the entity was retained for the field and the parameter released at the
+        // end: an extra pair of atomic operations on the entity, which every object of the
+        // entity shares (per object made by a fetch, too).
+        self.entity = consume entity
         if let context {
             context.insert(self)
         }
