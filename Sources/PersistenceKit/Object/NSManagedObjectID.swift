@@ -75,7 +75,7 @@ public final class NSManagedObjectID: Hashable, Sendable, CustomStringConvertibl
         hasher.combine(hashCode)
     }
 
-    /// The hash that `Set` and `Dictionary` use: the precomputed `hashCode`, mixed with the
+    /// The hash that `Set` and `Dictionary` use: `hashCode`, mixed with the
     /// table's seed without SipHash (see `identityHash`). Equal IDs have equal `hashCode`s.
     public func _rawHashValue(seed: Int) -> Int {
         identityHash(UInt(bitPattern: hashCode), seed: seed)

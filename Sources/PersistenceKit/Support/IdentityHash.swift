@@ -1,5 +1,5 @@
 /// A fast hash for values whose identity is already one machine word (an object's address,
-/// an object ID's precomputed hash), for use in `Hashable._rawHashValue(seed:)`.
+/// an object ID's hash code), for use in `Hashable._rawHashValue(seed:)`.
 ///
 /// `Set` and `Dictionary` hash each element through `_rawHashValue(seed:)`, whose default
 /// runs SipHash over what `hash(into:)` feeds it: about 100 instructions per element. A
