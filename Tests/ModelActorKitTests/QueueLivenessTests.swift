@@ -77,14 +77,16 @@ actor HoppingInserter: NSModelActor {
     /// (seen in sessions 21 and 22 as a ~6-minute `swift test` with 14–19 issues).
     @Test(.timeLimit(.minutes(8))) func anObserverOfAnActorsChangesMayWaitForTheMainQueue() async {
         await #expect(processExitsWith: .success) {
-            let ok = await QueueLivenessTests.observerRoundTripScenario()
-            exit(ok ? 0 : 1)
+            // The exit code says which stage failed: 1 the round trip, 2 the container,
+            // 3 the observer never ran.
+            exit(await QueueLivenessTests.observerRoundTripScenario())
         }
     }
 
-    /// The scenario of the test above; `true` when the observer's round trip completed.
-    @MainActor static func observerRoundTripScenario() async -> Bool {
-        guard let container = try? ActorFixtures.container() else { return false }
+    /// The scenario of the test above: 0 when the observer's round trip completed, else the
+    /// stage that failed (see the test).
+    @MainActor static func observerRoundTripScenario() async -> Int32 {
+        guard let container = try? ActorFixtures.container() else { return 2 }
         let a = container.newBackgroundContext()
         let b = container.newBackgroundContext()
         let x = HoppingInserter(container: container, context: a)
@@ -113,11 +115,11 @@ actor HoppingInserter: NSModelActor {
         let observed = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             Thread { c.resume(returning: observing.wait(timeout: .now() + 150) == .success) }.start()
         }
-        guard observed else { return false }
+        guard observed else { return 3 }
         mainEntering.signal()
         b.performAndWait { _ = b.hasChanges }  // main-actor code using B at that moment
         await task.value
         for _ in 0..<3_600 where roundTrip.withLock({ $0 }) == nil { try? await Task.sleep(for: .milliseconds(50)) }
-        return roundTrip.withLock { $0 } == true
+        return roundTrip.withLock { $0 } == true ? 0 : 1
     }
 }

@@ -327,6 +327,31 @@ final class PDDefaults: NSManagedObject {
     @Attribute var note: String?
 }
 
+/// A default evaluated at run time (`Date()`).
+final class PDStamped: NSManagedObject {
+    @Attribute var added: Date = Date()
+}
+
+/// Gives its second property the first one's wrapper.
+final class PDCopied: NSManagedObject {
+    @Attribute var a: Int64 = 1
+    @Attribute var b: Int64 = 2
+    required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        super.init(entity: entity, insertInto: context)
+        _b = _a
+    }
+}
+
+/// An in-memory store whose primary keys start at 0.
+final class PDFromZeroStore: ForwardingStore {
+    let base: InMemoryStore
+    init(model: NSManagedObjectModel) { base = InMemoryStore(model: model) }
+    func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
+        let keys = try base.allocatePrimaryKeys(entity: entity, count: count)
+        return (keys.lowerBound - 1)...(keys.upperBound - 1)
+    }
+}
+
 @Suite struct PropertyDeclarationTests {
     @Test func wrappersStoreOneByteInEachObject() {
         #expect(MemoryLayout<Attribute<String>>.size == 1)
@@ -384,9 +409,11 @@ final class PDDefaults: NSManagedObject {
         }
     }
 
-    @Test @MainActor func withAHandBuiltModelTheClassDefaultStillWins() throws {
-        // The model says "model" and 1; the class declares "untitled" and 42. A nil read
-        // through the class's property gives the class's default, as when the wrapper held it.
+    @Test @MainActor func withAHandBuiltModelANilReadGivesTheModelsDefault() throws {
+        // The model says "model" and 1; the class declares "untitled" and 42. As in Core
+        // Data, which has no class-level defaults, the model's default is the default; the
+        // class is never instantiated to find its own (found in review: doing so ran its
+        // initializer with a blank entity, which could trap).
         let entity = NSEntityDescription()
         entity.name = "PDDefaults"
         entity.managedObjectClass = PDDefaults.self
@@ -411,11 +438,57 @@ final class PDDefaults: NSManagedObject {
         do {
             let o = PDDefaults(context: context)
             #expect(o.title == "model" && o.count == 1)  // new objects start from the model's defaults
+            o.title = "set"
             o.setValue(nil, forKey: "title")
             o.setValue(nil, forKey: "count")
-            #expect(o.title == "untitled")
-            #expect(o.count == 42)
+            #expect(o.title == "model")
+            #expect(o.count == 1)
         }
+    }
+
+    @Test @MainActor func aNilReadOfADefaultEvaluatedAtRunTimeGivesTheModelsValue() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [PDStamped.self])
+        let modelDefault = try #require(model.entitiesByName["PDStamped"]?.attributesByName["added"]?.defaultValue as? Date)
+        let container = try PDSupport.container(model)
+        let context = container.viewContext
+        let o = PDStamped(context: context)
+        o.setValue(nil, forKey: "added")
+        let first = o.added
+        Thread.sleep(forTimeInterval: 0.01)
+        #expect(first == modelDefault)
+        #expect(o.added == first)
+    }
+
+    /// Found in review: `pendingRow` once used 0 for "none", and a store handing out key 0
+    /// could no longer save.
+    @Test func aStoreHandingOutPrimaryKeyZeroCanSave() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [PDDefaults.self])
+        let store = PDFromZeroStore(model: model)
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(store)
+        let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
+        try context.performAndWait {
+            let a = PDDefaults(context: context)
+            a.title = "zero"
+            let b = PDDefaults(context: context)
+            b.title = "one"
+            try context.save()
+            #expect(a.objectID.uriRepresentation().lastPathComponent == "p0")
+            #expect(b.objectID.uriRepresentation().lastPathComponent == "p1")
+            context.reset()
+            let titles = try context.fetch(PDDefaults.fetchRequest()).map(\.title).sorted()
+            #expect(titles == ["one", "zero"])
+        }
+    }
+
+    /// One wrapper value given to two properties: their declarations cannot be told apart,
+    /// and building the model says so instead of giving both the same declaration.
+    @Test func aWrapperSharedByTwoPropertiesTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try? NSManagedObjectModel(managedObjectClasses: [PDCopied.self])
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("PDCopied.a and PDCopied.b carry the same wrapper"), "\(stderr)")
     }
 
     @Test func modelsBuiltOnManyThreadsWhileObjectsAreMadeGetTheirDeclarations() throws {

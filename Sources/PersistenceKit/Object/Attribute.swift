@@ -134,20 +134,26 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         options.reduce(0) { $0 | bit($1) }
     }
 
-    /// The value a required attribute holding `nil` reads as: the default its class declares
-    /// (recorded once per class; this path is rare), else the model's.
+    /// The value a required attribute holding `nil` reads as: the model's default value,
+    /// else the default its class declared when a model was built from it in this process.
+    /// Never instantiates the class. Traps when neither exists (a hand-built model without a
+    /// default for a required attribute that was set to `nil`).
     @usableFromInline @inline(never)
     static func declaredDefault(of object: NSManagedObject, slot i: Int) -> Value {
         let property = object.entity.properties[i]
-        if case let .attribute(d, _)? = PropertyDeclarations.declarations(of: type(of: object))[property.name],
+        // The model's default first: for a model built from the class it is what the class
+        // declared, evaluated once when the model was built (a `Date()` default reads the
+        // same each time). (Found in review: making a prototype here to read the class's
+        // declaration ran the user's initializer with a blank entity, which could trap.)
+        if let d = (property as? NSAttributeDescription)?.defaultStoreValue, let value = Value(storeValue: d) { return value }
+        if case let .attribute(d, _)? = PropertyDeclarations.recordedDeclarations(of: type(of: object))?[property.name],
             let value = Value(storeValue: d)
         {
             return value
         }
-        if let d = (property as? NSAttributeDescription)?.defaultStoreValue, let value = Value(storeValue: d) { return value }
         preconditionFailure(
-            "PersistenceKit: '\(object.entity.name).\(property.name)' holds nil, and neither its class nor the model gives "
-                + "it a default of type \(Value.self).")
+            "PersistenceKit: '\(object.entity.name).\(property.name)' holds nil, and its model gives it no default of type "
+                + "\(Value.self). Rule: a required attribute set to nil must get a value before it is read.")
     }
 
     @usableFromInline

@@ -343,15 +343,23 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// The row a save in progress (or `obtainPermanentIDs`) allocated for this object while
     /// it still has a temporary ID; `nil` otherwise. Always a row of the object's own entity.
     @inline(__always) final var pendingRow: StoreRowID? {
-        get { storedPendingKey == 0 ? nil : StoreRowID(entity: entity.index, primaryKey: storedPendingKey) }
+        get {
+            storedPendingKey == Self.noPendingKey ? nil : StoreRowID(entity: entity.index, primaryKey: storedPendingKey)
+        }
         set {
-            assert(newValue.map { $0.entity == entity.index && $0.primaryKey != 0 } ?? true, "a pending row of another entity")
-            storedPendingKey = newValue?.primaryKey ?? 0
+            assert(newValue.map { $0.entity == entity.index } ?? true, "PersistenceKit internal error: a pending row of another entity")
+            precondition(
+                newValue?.primaryKey != Self.noPendingKey,
+                "PersistenceKit: the store handed out primary key \(Self.noPendingKey), which no store may use.")
+            storedPendingKey = newValue?.primaryKey ?? Self.noPendingKey
         }
     }
-    /// `pendingRow`'s primary key, 0 for none (stores number keys from 1). Only the key: the
-    /// entity is the object's own, and a `StoreRowID?` took 24 bytes of every object.
-    @exclusivity(unchecked) private final var storedPendingKey: Int64 = 0
+    /// `pendingRow`'s primary key, `noPendingKey` for none. Only the key: the entity is the
+    /// object's own, and a `StoreRowID?` took 24 bytes of every object.
+    @exclusivity(unchecked) private final var storedPendingKey: Int64 = NSManagedObject.noPendingKey
+    /// The one key `storedPendingKey` cannot hold (`Int64.min`; not 0, which a custom store
+    /// may hand out: found in review).
+    static let noPendingKey = Int64.min
     /// For probe objects: the last attribute slot read.
     final var probedSlot: Int? {
         get { storedProbedSlotOrEpoch < 0 ? nil : Int(storedProbedSlotOrEpoch) }

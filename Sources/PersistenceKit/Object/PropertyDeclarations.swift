@@ -4,7 +4,10 @@ import Synchronization
 /// inverse, delete rule and counts.
 @usableFromInline
 enum PropertyDeclaration: Sendable {
+    /// `@Attribute`: its initial value (the model's default) and options (bit 0 indexed,
+    /// bit 1 transient).
     case attribute(defaultValue: StoreValue, optionBits: UInt8)
+    /// `@Relationship`: its arguments, `maxCount` already 1 for a to-one relationship.
     case relationship(inverse: String, deleteRule: NSDeleteRule, isOptional: Bool, minCount: Int, maxCount: Int)
 }
 
@@ -14,7 +17,7 @@ enum PropertyDeclaration: Sendable {
 /// A wrapper lives inside every managed object, and storing its declaration there (the
 /// default value, an inverse name) made each object carry it again: 72 of the 224 bytes of
 /// an object with four attributes, 40 bytes per relationship. The declaration is only needed
-/// to build the model, and rarely after (see ``declarations(of:)``).
+/// to build the model, and rarely after (see ``recordedDeclarations(of:)``).
 ///
 /// So a wrapper's initializer records its declaration only while this thread builds a
 /// prototype of its class (``record(_:)``); the recording marks the wrapper with its entry's
@@ -24,6 +27,9 @@ enum PropertyDeclaration: Sendable {
 /// A mark has room for ``window`` entries. A class with more wrappers is built as several
 /// prototypes, each recording the next window of initializers in the order they run (the
 /// same order every time), until every wrapper has its entry.
+///
+/// While any thread records, wrapper initializers on every thread take the lock once to
+/// find that they are not the recording thread (model building is rare and short).
 ///
 /// # Thread safety
 /// Recordings are kept per thread, under `recordings`' lock (a pthread `Lock`, which Thread
@@ -44,8 +50,12 @@ enum PropertyDeclarations {
     /// One prototype's recording: the initializers counted so far, and the entries of those
     /// in the window it records.
     private struct Recording {
+        /// The number (from 0) of the first wrapper initializer whose declaration is kept.
         let firstRecorded: Int
+        /// Wrapper initializers run on this thread since the recording began — of the
+        /// prototype's own wrappers and of any other wrapper made meanwhile.
         var seen = 0
+        /// The declarations kept: those of initializers `firstRecorded..<firstRecorded + window`.
         var entries: [PropertyDeclaration] = []
     }
 
@@ -53,7 +63,7 @@ enum PropertyDeclarations {
     /// another model), innermost last.
     private static let recordings = Lock<[UInt: [Recording]]>([:])
 
-    /// Each class's declarations by property name, once asked for (see ``declarations(of:)``).
+    /// Each class's declarations by property name, kept when a model is built from it.
     private static let byClass = Lock<[ObjectIdentifier: [String: PropertyDeclaration]]>([:])
 
     /// Whether some thread records declarations now; `false` nearly always.
@@ -141,46 +151,66 @@ enum PropertyDeclarations {
     }
 
     /// The declared wrappers of `cls` and its superclasses, outermost class first, in
-    /// declaration order: each wrapper's property name and declaration.
+    /// declaration order: each wrapper's property name and declaration. Keeps the result for
+    /// ``recordedDeclarations(of:)``.
+    ///
+    /// Instantiates `cls` with a blank entity and no context (once, or once per ``window``
+    /// of wrappers), as the model builder always has. Traps when a wrapper's declaration
+    /// cannot be told: a wrapper that was not made by its own property's initial value
+    /// while the prototype was built (one copied from elsewhere), or an initializer that
+    /// makes a different number of wrappers each time it runs.
     static func declaredProperties(of cls: NSManagedObject.Type)
         -> [(name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration)]
     {
         var pass = recordPrototype(of: cls, from: 0)
+        let initializers = pass.initializers
         let found = wrappers(of: pass.prototype)
         var declarations = [PropertyDeclaration?](repeating: nil, count: found.count)
         var from = 0
         while true {
+            var owner = [Int: Int]()  // mark -> index in `found`, this pass
             for (i, w) in wrappers(of: pass.prototype).enumerated() where w.wrapper.mark != unmarked {
                 let mark = Int(w.wrapper.mark)
-                if mark <= pass.entries.count { declarations[i] = pass.entries[mark - 1] }
+                guard mark <= pass.entries.count else { continue }  // another window's
+                if let other = owner.updateValue(i, forKey: mark) {
+                    preconditionFailure(
+                        "PersistenceKit: \(cls).\(found[other].name) and \(cls).\(found[i].name) carry the same wrapper, so "
+                            + "their declarations cannot be told apart. Rule: declare each @Attribute/@Relationship with "
+                            + "its own initial value or arguments; do not assign one wrapper value to several properties.")
+                }
+                declarations[i] = pass.entries[mark - 1]
             }
             from += window
-            guard from < pass.initializers else { break }
+            guard from < initializers else { break }
             pass = recordPrototype(of: cls, from: from)
+            // The windows count initializers in the order they run: every pass must run the
+            // same ones. (Found in review: an initializer that first touched a static holding
+            // wrappers ran more of them in the first pass, shifting the later windows.)
+            precondition(
+                pass.initializers == initializers,
+                "PersistenceKit: building \(cls) ran \(initializers) property-wrapper initializers once and "
+                    + "\(pass.initializers) the next time. Rule: a class with more than \(window) @Attribute/@Relationship "
+                    + "properties must make the same wrappers every time it is initialized (no wrappers made lazily).")
         }
-        return found.indices.map { i in
+        let result = found.indices.map { i -> (name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration) in
             guard let declaration = declarations[i] else {
                 preconditionFailure(
-                    "PersistenceKit: the wrapper of \(cls).\(found[i].name) recorded no declaration. Rule: declare "
-                        + "@Attribute/@Relationship properties with an initial value or arguments, not by assigning the "
-                        + "wrapper in an initializer.")
+                    "PersistenceKit: the wrapper of \(cls).\(found[i].name) recorded no declaration while \(cls) was "
+                        + "built: it was not made by its own property's initial value (copied from elsewhere?). Rule: "
+                        + "declare each @Attribute/@Relationship with its own initial value or arguments.")
             }
             return (found[i].name, found[i].wrapper, declaration)
         }
+        var byName: [String: PropertyDeclaration] = [:]
+        for p in result { byName[p.name] = p.declaration }
+        byClass.withLock { $0[ObjectIdentifier(cls)] = byName }
+        return result
     }
 
-    /// What `cls` declares, by property name. Built once per class and kept: used where an
-    /// object needs its class's declaration after the model was built (a required attribute
-    /// that holds `nil` reads as the default its class declares).
-    static func declarations(of cls: NSManagedObject.Type) -> [String: PropertyDeclaration] {
-        let key = ObjectIdentifier(cls)
-        if let known = byClass.withLock({ $0[key] }) { return known }
-        var built: [String: PropertyDeclaration] = [:]
-        for p in declaredProperties(of: cls) { built[p.name] = p.declaration }
-        return byClass.withLock { all in
-            if let known = all[key] { return known }
-            all[key] = built
-            return built
-        }
+    /// What `cls` declares, by property name, if a model was built from `cls` in this
+    /// process (``declaredProperties(of:)`` keeps it); `nil` otherwise. Never instantiates
+    /// the class.
+    static func recordedDeclarations(of cls: NSManagedObject.Type) -> [String: PropertyDeclaration]? {
+        byClass.withLock { $0[ObjectIdentifier(cls)] }
     }
 }

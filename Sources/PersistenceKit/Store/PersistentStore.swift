@@ -27,6 +27,7 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// Hands out `count` fresh primary keys for `entity`, above every key saved and every key
     /// handed out since the store opened. A commit that inserts rows makes the counter of
     /// their entities durable; ``recordAllocatedKeys(entities:)`` does it without a commit.
+    /// Keys may be any `Int64` but `Int64.min` (the built-in stores start at 1).
     func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64>
     /// Makes the keys handed out so far for `entities` durable: once this returns they are
     /// never handed out again, even after the store is reopened or the process crashed.
