@@ -7,8 +7,8 @@
 struct InsertionList {
     /// Fills the slot of a removed object, so that the slots are a plain array of objects
     /// that ``objects`` hands out as it is when nothing was removed.
-    // nonisolated(unsafe): never read or written through; only compared by identity (`===`),
-    // which touches no state of the object, from any thread.
+    // nonisolated(unsafe): no property of it is ever read or written; lists only compare it
+    // by identity (`===`) and retain and release it, which are atomic, from any thread.
     nonisolated(unsafe) private static let hole = NSManagedObject(entity: NSEntityDescription(), insertInto: nil)
 
     private var slots: [NSManagedObject] = []
