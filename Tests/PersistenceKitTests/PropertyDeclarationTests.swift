@@ -352,6 +352,281 @@ final class PDFromZeroStore: ForwardingStore {
     }
 }
 
+/// More wrappers than one recording holds, and an initializer that makes ten more wrappers
+/// the first time it runs only (a lazily built static): the passes would disagree.
+final class PDWideLazy: NSManagedObject {
+    @Attribute var w0: Int64 = 0
+    @Attribute var w1: Int64 = 1
+    @Attribute var w2: Int64 = 2
+    @Attribute var w3: Int64 = 3
+    @Attribute var w4: Int64 = 4
+    @Attribute var w5: Int64 = 5
+    @Attribute var w6: Int64 = 6
+    @Attribute var w7: Int64 = 7
+    @Attribute var w8: Int64 = 8
+    @Attribute var w9: Int64 = 9
+    @Attribute var w10: Int64 = 10
+    @Attribute var w11: Int64 = 11
+    @Attribute var w12: Int64 = 12
+    @Attribute var w13: Int64 = 13
+    @Attribute var w14: Int64 = 14
+    @Attribute var w15: Int64 = 15
+    @Attribute var w16: Int64 = 16
+    @Attribute var w17: Int64 = 17
+    @Attribute var w18: Int64 = 18
+    @Attribute var w19: Int64 = 19
+    @Attribute var w20: Int64 = 20
+    @Attribute var w21: Int64 = 21
+    @Attribute var w22: Int64 = 22
+    @Attribute var w23: Int64 = 23
+    @Attribute var w24: Int64 = 24
+    @Attribute var w25: Int64 = 25
+    @Attribute var w26: Int64 = 26
+    @Attribute var w27: Int64 = 27
+    @Attribute var w28: Int64 = 28
+    @Attribute var w29: Int64 = 29
+    @Attribute var w30: Int64 = 30
+    @Attribute var w31: Int64 = 31
+    @Attribute var w32: Int64 = 32
+    @Attribute var w33: Int64 = 33
+    @Attribute var w34: Int64 = 34
+    @Attribute var w35: Int64 = 35
+    @Attribute var w36: Int64 = 36
+    @Attribute var w37: Int64 = 37
+    @Attribute var w38: Int64 = 38
+    @Attribute var w39: Int64 = 39
+    @Attribute var w40: Int64 = 40
+    @Attribute var w41: Int64 = 41
+    @Attribute var w42: Int64 = 42
+    @Attribute var w43: Int64 = 43
+    @Attribute var w44: Int64 = 44
+    @Attribute var w45: Int64 = 45
+    @Attribute var w46: Int64 = 46
+    @Attribute var w47: Int64 = 47
+    @Attribute var w48: Int64 = 48
+    @Attribute var w49: Int64 = 49
+    @Attribute var w50: Int64 = 50
+    @Attribute var w51: Int64 = 51
+    @Attribute var w52: Int64 = 52
+    @Attribute var w53: Int64 = 53
+    @Attribute var w54: Int64 = 54
+    @Attribute var w55: Int64 = 55
+    @Attribute var w56: Int64 = 56
+    @Attribute var w57: Int64 = 57
+    @Attribute var w58: Int64 = 58
+    @Attribute var w59: Int64 = 59
+    @Attribute var w60: Int64 = 60
+    @Attribute var w61: Int64 = 61
+    @Attribute var w62: Int64 = 62
+    @Attribute var w63: Int64 = 63
+    @Attribute var w64: Int64 = 64
+    @Attribute var w65: Int64 = 65
+    @Attribute var w66: Int64 = 66
+    @Attribute var w67: Int64 = 67
+    @Attribute var w68: Int64 = 68
+    @Attribute var w69: Int64 = 69
+    @Attribute var w70: Int64 = 70
+    @Attribute var w71: Int64 = 71
+    @Attribute var w72: Int64 = 72
+    @Attribute var w73: Int64 = 73
+    @Attribute var w74: Int64 = 74
+    @Attribute var w75: Int64 = 75
+    @Attribute var w76: Int64 = 76
+    @Attribute var w77: Int64 = 77
+    @Attribute var w78: Int64 = 78
+    @Attribute var w79: Int64 = 79
+    @Attribute var w80: Int64 = 80
+    @Attribute var w81: Int64 = 81
+    @Attribute var w82: Int64 = 82
+    @Attribute var w83: Int64 = 83
+    @Attribute var w84: Int64 = 84
+    @Attribute var w85: Int64 = 85
+    @Attribute var w86: Int64 = 86
+    @Attribute var w87: Int64 = 87
+    @Attribute var w88: Int64 = 88
+    @Attribute var w89: Int64 = 89
+    @Attribute var w90: Int64 = 90
+    @Attribute var w91: Int64 = 91
+    @Attribute var w92: Int64 = 92
+    @Attribute var w93: Int64 = 93
+    @Attribute var w94: Int64 = 94
+    @Attribute var w95: Int64 = 95
+    @Attribute var w96: Int64 = 96
+    @Attribute var w97: Int64 = 97
+    @Attribute var w98: Int64 = 98
+    @Attribute var w99: Int64 = 99
+    @Attribute var w100: Int64 = 100
+    @Attribute var w101: Int64 = 101
+    @Attribute var w102: Int64 = 102
+    @Attribute var w103: Int64 = 103
+    @Attribute var w104: Int64 = 104
+    @Attribute var w105: Int64 = 105
+    @Attribute var w106: Int64 = 106
+    @Attribute var w107: Int64 = 107
+    @Attribute var w108: Int64 = 108
+    @Attribute var w109: Int64 = 109
+    @Attribute var w110: Int64 = 110
+    @Attribute var w111: Int64 = 111
+    @Attribute var w112: Int64 = 112
+    @Attribute var w113: Int64 = 113
+    @Attribute var w114: Int64 = 114
+    @Attribute var w115: Int64 = 115
+    @Attribute var w116: Int64 = 116
+    @Attribute var w117: Int64 = 117
+    @Attribute var w118: Int64 = 118
+    @Attribute var w119: Int64 = 119
+    @Attribute var w120: Int64 = 120
+    @Attribute var w121: Int64 = 121
+    @Attribute var w122: Int64 = 122
+    @Attribute var w123: Int64 = 123
+    @Attribute var w124: Int64 = 124
+    @Attribute var w125: Int64 = 125
+    @Attribute var w126: Int64 = 126
+    @Attribute var w127: Int64 = 127
+    @Attribute var w128: Int64 = 128
+    @Attribute var w129: Int64 = 129
+    @Attribute var w130: Int64 = 130
+    @Attribute var w131: Int64 = 131
+    @Attribute var w132: Int64 = 132
+    @Attribute var w133: Int64 = 133
+    @Attribute var w134: Int64 = 134
+    @Attribute var w135: Int64 = 135
+    @Attribute var w136: Int64 = 136
+    @Attribute var w137: Int64 = 137
+    @Attribute var w138: Int64 = 138
+    @Attribute var w139: Int64 = 139
+    @Attribute var w140: Int64 = 140
+    @Attribute var w141: Int64 = 141
+    @Attribute var w142: Int64 = 142
+    @Attribute var w143: Int64 = 143
+    @Attribute var w144: Int64 = 144
+    @Attribute var w145: Int64 = 145
+    @Attribute var w146: Int64 = 146
+    @Attribute var w147: Int64 = 147
+    @Attribute var w148: Int64 = 148
+    @Attribute var w149: Int64 = 149
+    @Attribute var w150: Int64 = 150
+    @Attribute var w151: Int64 = 151
+    @Attribute var w152: Int64 = 152
+    @Attribute var w153: Int64 = 153
+    @Attribute var w154: Int64 = 154
+    @Attribute var w155: Int64 = 155
+    @Attribute var w156: Int64 = 156
+    @Attribute var w157: Int64 = 157
+    @Attribute var w158: Int64 = 158
+    @Attribute var w159: Int64 = 159
+    @Attribute var w160: Int64 = 160
+    @Attribute var w161: Int64 = 161
+    @Attribute var w162: Int64 = 162
+    @Attribute var w163: Int64 = 163
+    @Attribute var w164: Int64 = 164
+    @Attribute var w165: Int64 = 165
+    @Attribute var w166: Int64 = 166
+    @Attribute var w167: Int64 = 167
+    @Attribute var w168: Int64 = 168
+    @Attribute var w169: Int64 = 169
+    @Attribute var w170: Int64 = 170
+    @Attribute var w171: Int64 = 171
+    @Attribute var w172: Int64 = 172
+    @Attribute var w173: Int64 = 173
+    @Attribute var w174: Int64 = 174
+    @Attribute var w175: Int64 = 175
+    @Attribute var w176: Int64 = 176
+    @Attribute var w177: Int64 = 177
+    @Attribute var w178: Int64 = 178
+    @Attribute var w179: Int64 = 179
+    @Attribute var w180: Int64 = 180
+    @Attribute var w181: Int64 = 181
+    @Attribute var w182: Int64 = 182
+    @Attribute var w183: Int64 = 183
+    @Attribute var w184: Int64 = 184
+    @Attribute var w185: Int64 = 185
+    @Attribute var w186: Int64 = 186
+    @Attribute var w187: Int64 = 187
+    @Attribute var w188: Int64 = 188
+    @Attribute var w189: Int64 = 189
+    @Attribute var w190: Int64 = 190
+    @Attribute var w191: Int64 = 191
+    @Attribute var w192: Int64 = 192
+    @Attribute var w193: Int64 = 193
+    @Attribute var w194: Int64 = 194
+    @Attribute var w195: Int64 = 195
+    @Attribute var w196: Int64 = 196
+    @Attribute var w197: Int64 = 197
+    @Attribute var w198: Int64 = 198
+    @Attribute var w199: Int64 = 199
+    @Attribute var w200: Int64 = 200
+    @Attribute var w201: Int64 = 201
+    @Attribute var w202: Int64 = 202
+    @Attribute var w203: Int64 = 203
+    @Attribute var w204: Int64 = 204
+    @Attribute var w205: Int64 = 205
+    @Attribute var w206: Int64 = 206
+    @Attribute var w207: Int64 = 207
+    @Attribute var w208: Int64 = 208
+    @Attribute var w209: Int64 = 209
+    @Attribute var w210: Int64 = 210
+    @Attribute var w211: Int64 = 211
+    @Attribute var w212: Int64 = 212
+    @Attribute var w213: Int64 = 213
+    @Attribute var w214: Int64 = 214
+    @Attribute var w215: Int64 = 215
+    @Attribute var w216: Int64 = 216
+    @Attribute var w217: Int64 = 217
+    @Attribute var w218: Int64 = 218
+    @Attribute var w219: Int64 = 219
+    @Attribute var w220: Int64 = 220
+    @Attribute var w221: Int64 = 221
+    @Attribute var w222: Int64 = 222
+    @Attribute var w223: Int64 = 223
+    @Attribute var w224: Int64 = 224
+    @Attribute var w225: Int64 = 225
+    @Attribute var w226: Int64 = 226
+    @Attribute var w227: Int64 = 227
+    @Attribute var w228: Int64 = 228
+    @Attribute var w229: Int64 = 229
+    @Attribute var w230: Int64 = 230
+    @Attribute var w231: Int64 = 231
+    @Attribute var w232: Int64 = 232
+    @Attribute var w233: Int64 = 233
+    @Attribute var w234: Int64 = 234
+    @Attribute var w235: Int64 = 235
+    @Attribute var w236: Int64 = 236
+    @Attribute var w237: Int64 = 237
+    @Attribute var w238: Int64 = 238
+    @Attribute var w239: Int64 = 239
+    @Attribute var w240: Int64 = 240
+    @Attribute var w241: Int64 = 241
+    @Attribute var w242: Int64 = 242
+    @Attribute var w243: Int64 = 243
+    @Attribute var w244: Int64 = 244
+    @Attribute var w245: Int64 = 245
+    @Attribute var w246: Int64 = 246
+    @Attribute var w247: Int64 = 247
+    @Attribute var w248: Int64 = 248
+    @Attribute var w249: Int64 = 249
+    @Attribute var w250: Int64 = 250
+    @Attribute var w251: Int64 = 251
+    @Attribute var w252: Int64 = 252
+    @Attribute var w253: Int64 = 253
+    @Attribute var w254: Int64 = 254
+    @Attribute var w255: Int64 = 255
+    @Attribute var w256: Int64 = 256
+    @Attribute var w257: Int64 = 257
+    @Attribute var w258: Int64 = 258
+    @Attribute var w259: Int64 = 259
+    required init(entity: NSEntityDescription, insertInto context: NSManagedObjectContext?) {
+        _ = PDLazyWrappers.made.count
+        super.init(entity: entity, insertInto: context)
+    }
+}
+
+enum PDLazyWrappers {
+    // nonisolated(unsafe): built once (a static's lazy initializer is thread-safe) and only
+    // read afterwards; the wrappers are plain one-byte values.
+    nonisolated(unsafe) static let made = (0..<10).map { Attribute<Int64>(wrappedValue: Int64($0)) }
+}
+
 @Suite struct PropertyDeclarationTests {
     @Test func wrappersStoreOneByteInEachObject() {
         #expect(MemoryLayout<Attribute<String>>.size == 1)
@@ -479,6 +754,16 @@ final class PDFromZeroStore: ForwardingStore {
             let titles = try context.fetch(PDDefaults.fetchRequest()).map(\.title).sorted()
             #expect(titles == ["one", "zero"])
         }
+    }
+
+    /// Found in review: wrappers made lazily during the first pass only shifted the later
+    /// passes' windows, and a declared property was then reported as not declared.
+    @Test func passesThatRunDifferentInitializersTrap() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try? NSManagedObjectModel(managedObjectClasses: [PDWideLazy.self])
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("building PDWideLazy ran 270 property-wrapper initializers once and 260 the next time"), "\(stderr)")
     }
 
     /// One wrapper value given to two properties: their declarations cannot be told apart,
