@@ -104,6 +104,8 @@ extension NSManagedObjectContext {
         }
         object.managedObjectContext = self
         object.flags = [.inserted]
+        // Made outside a context: the save hands a new object's value array to the store.
+        if object.valueStorage == .defaults { object.takeDefaultValues() }
         if object.hasPermanentKey {
             registeredByID.insert(object)
         } else if object.hasTemporaryKey {

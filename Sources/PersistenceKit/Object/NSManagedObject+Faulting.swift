@@ -159,6 +159,8 @@ extension NSManagedObject {
         case .values:
             storedSlots = ContiguousArray(storedValues.lazy.map { .value($0) })
             storedValues = []
+        case .defaults:
+            storedSlots = entity.defaultSlots  // shared until written, like the values
         case .snapshot:
             guard let row = storedSnapshot else {
                 preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
@@ -183,6 +185,15 @@ extension NSManagedObject {
         valueStorage = .values
     }
 
+    /// Moves the values of an object made outside a context (see `ValueStorage.defaults`)
+    /// into the value array, which shares the entity's defaults until written.
+    @inline(never)
+    func takeDefaultValues() {
+        assert(valueStorage == .defaults, "PersistenceKit internal error: \(objectID) holds values of its own already")
+        storedValues = entity.defaultValues
+        valueStorage = .values
+    }
+
     /// Whether attribute `i` has no value, matched where the value lives (a copy of the value
     /// cost a retain and a release per checked attribute of every saved object).
     @inline(__always)
@@ -191,6 +202,8 @@ extension NSManagedObject {
         case .values:
             if case .null = storedValues[i] { return true }
             return false
+        case .defaults:
+            return entity.defaultValues[i].isNull
         case .snapshot, .slots:
             loadSlots()
             if case .value(.null) = storedSlots[i] { return true }
@@ -204,6 +217,8 @@ extension NSManagedObject {
         switch valueStorage {
         case .values:
             return storedValues[i]
+        case .defaults:
+            return entity.defaultValues[i]
         case .snapshot:
             if entity.slotKinds[i] == .attribute, let row = storedSnapshot {
                 return row.value(at: i)  // as `decode(_:)` would

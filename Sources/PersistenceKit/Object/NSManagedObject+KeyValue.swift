@@ -111,6 +111,7 @@ extension NSManagedObject {
     func setAttribute(_ value: StoreValue, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
         if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
+        if valueStorage == .defaults { takeDefaultValues() }
         if valueStorage == .values {
             // The first write to a new object: its values are still the entity's shared
             // defaults. Copied by the array's copy-on-write, each value went through the
@@ -242,7 +243,7 @@ extension NSManagedObject {
         if entity.slotKinds[i].isTransient { return false }
         if valueStorage == .snapshot { return false }  // the values are the snapshot's
         let committed: StoreValue = snapshot.map { i < $0.values.count ? $0.values[i] : .null } ?? .null
-        if valueStorage == .values { return !storedValues[i].isSame(as: committed) }
+        if valueStorage == .values || valueStorage == .defaults { return !currentAttributeValue(at: i).isSame(as: committed) }
         switch slots[i] {
         case let .value(v): return !v.isSame(as: committed)
         case .unresolvedToOne, .unresolvedToMany: return false

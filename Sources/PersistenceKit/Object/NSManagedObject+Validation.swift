@@ -49,6 +49,7 @@ extension NSManagedObject {
     func validatePropertyConstraints() throws {
         prepareForAccess("validateForInsert/Update()")
         if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
+        if valueStorage == .defaults { takeDefaultValues() }
         // An entity of attributes only, with the values in one array (a new object's usual
         // state): when no required value is missing, one pass over the array decides it.
         // (The general loop below was a thirtieth of inserting and saving 100,000 objects.)
