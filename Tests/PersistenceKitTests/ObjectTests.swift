@@ -36,6 +36,14 @@ final class OTAllTypes: NSManagedObject {
     @Attribute(.transient) var scratch: String = "unset"
 }
 
+/// Attributes only: an object made outside a context holds no values until written or
+/// inserted (`ValueStorage.defaults`).
+final class OTDetached: NSManagedObject {
+    @Attribute var name: String = "untitled"
+    @Attribute var count: Int64 = 7
+    @Attribute var note: String?
+}
+
 /// Records every lifecycle hook call, in order.
 final class OTHooked: NSManagedObject {
     @Attribute var name: String = ""
@@ -916,6 +924,41 @@ enum OTSupport {
             #expect(note.value(forKey: "count") as? Int16 == 12)
             #expect(note.value(forKey: "weight") as? Double == 0.25)
             #expect(note.value(forKey: "flag") as? Bool == true)
+        }
+    }
+
+    @Test func aDetachedObjectReadsItsDefaultsAndSavesWhatWasWrittenBeforeItsInsert() throws {
+        let container = try OTSupport.container([OTDetached.self])
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let entity = try #require(NSEntityDescription.entity(forEntityName: "OTDetached", in: context))
+            let written = OTDetached(entity: entity, insertInto: nil)
+            let untouched = OTDetached(entity: entity, insertInto: nil)
+            #expect(written.name == "untitled" && written.count == 7 && written.note == nil)
+            #expect(written.value(forKey: "count") as? Int64 == 7)
+            written.count = 9
+            written.note = "kept"
+            // The write copied the defaults: other objects of the entity still read them.
+            #expect(written.name == "untitled" && written.count == 9)
+            #expect(untouched.count == 7 && untouched.note == nil)
+            #expect(OTDetached(entity: entity, insertInto: nil).count == 7)
+            try written.validateForInsert()
+            try untouched.validateForInsert()
+            let emptied = OTDetached(entity: entity, insertInto: nil)
+            emptied.setValue(nil, forKey: "name")
+            #expect(throws: CoreDataError.self) { try emptied.validateForInsert() }
+
+            context.insert(written)
+            context.insert(untouched)
+            #expect(untouched.count == 7)
+            try context.save()
+            context.reset()
+            let request = OTDetached.fetchRequest()
+            request.sortDescriptors = [NSSortDescriptor(keyPath: \OTDetached.count, ascending: true)]
+            let saved = try context.fetch(request)
+            #expect(saved.map(\.count) == [7, 9])
+            #expect(saved.map(\.name) == ["untitled", "untitled"])
+            #expect(saved.map(\.note) == [nil, "kept"])
         }
     }
 
