@@ -287,7 +287,9 @@ extension NSManagedObjectContext {
             guard let id = rowFor(o) else {
                 preconditionFailure("PersistenceKit internal error: inserted object \(o.objectID) has no row to save to")
             }
-            t.inserts.append(StoreRow(id: id, version: 0, values: encode(o)))
+            // Version 1, the version the store gives an insert: a store may then hand back
+            // this very array as the committed rows (see `FileStore.commit`).
+            t.inserts.append(StoreRow(id: id, version: 1, values: encode(o)))
         }
         // Every edited object is written and checked against its row's version, even one
         // whose values equal its snapshot again, as Core Data checks every edited object.

@@ -158,7 +158,9 @@ extension FileStore {
             var insertedMax: [Int32: Int64] = [:]
             var runEntity: Int32 = -1
             var runMax: Int64 = 0
+            var insertsAtVersionOne = true
             for row in transaction.inserts {
+                insertsAtVersionOne = insertsAtVersionOne && row.version == 1
                 if row.id.entity != runEntity {
                     if runEntity >= 0 { insertedMax[runEntity] = max(insertedMax[runEntity] ?? 0, runMax) }
                     runEntity = row.id.entity
@@ -173,14 +175,20 @@ extension FileStore {
                 w.i64(max(s.tables[entity]?.nextKey ?? 1, maxKey + 1))
             }
             w.u32(UInt32(transaction.inserts.count + transaction.updates.count + transaction.deletes.count))
+            // A save of inserts only, which the context sends at version 1 already, commits
+            // exactly its rows: the transaction's array is the committed one. (A second array
+            // of 100,000 rows was 3.2 MB of fresh memory, and a retain and a release of every
+            // row's values, each a cache miss: measured 2% of inserting and saving 100,000
+            // objects.)
+            let insertsAreCommitted = insertsAtVersionOne && transaction.updates.isEmpty
             var committed: [StoreRow] = []
-            committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
+            if !insertsAreCommitted { committed.reserveCapacity(transaction.inserts.count + transaction.updates.count) }
             // Where each committed row's values land in the record; its ID and version are the
             // row's in `committed`. 32-bit: a record is at most `maxPayload` bytes. (With the ID
             // and version repeated here, this array was 40 bytes a row, 4 MB of fresh memory
             // for a save of 100,000 inserts.)
             var placed: [(offset: UInt32, length: UInt32)] = []
-            placed.reserveCapacity(committed.capacity)
+            placed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
             // From version 3, derived to-many columns are written as null: the store keeps
             // them from the owning ends (see DerivedEnds). Older files keep getting them in
             // full, so that older builds still read those files right.
@@ -200,9 +208,10 @@ extension FileStore {
                 }
                 w.patch32(UInt32(w.count - start), at: lengthAt)
                 placed.append((UInt32(start), UInt32(w.count - start)))
-                committed.append(StoreRow(id: row.id, version: version, values: row.values))
+                if !insertsAreCommitted { committed.append(StoreRow(id: row.id, version: version, values: row.values)) }
             }
             for row in transaction.inserts { put(row, version: 1) }
+            if insertsAreCommitted { committed = transaction.inserts }
             for row in transaction.updates { put(row, version: row.version + 1) }
             for d in transaction.deletes {
                 w.u8(FileStoreFormat.Op.delete.rawValue)
