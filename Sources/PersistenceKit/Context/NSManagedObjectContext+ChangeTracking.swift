@@ -212,7 +212,7 @@ extension NSManagedObjectContext {
         // retained, two atomic operations per object of a large save.
         for o in changes.inserted where o.flags.contains(.inserted) && o.isOwned(by: self) {
             o.flags.insert(.insertAnnounced)
-            inserted.insert(o)
+            inserted.update(with: o)  // not `insert`: see `Set(building:)`
         }
         // Every member is a pending insertion, so equal counts mean equal sets.
         // With no new inserts, the set announced before still stands (the save checks its

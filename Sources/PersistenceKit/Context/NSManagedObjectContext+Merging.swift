@@ -178,7 +178,8 @@ extension NSManagedObjectContext {
         // Not filtered by `coordinator.owns`: the IDs are this coordinator's already (a
         // notification's are mapped or refused by `changes(from:)`), and the check takes a
         // lock per ID (measured: it doubled merging a 100,000-object save here).
-        let merged = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
+        let merged = ObjectIDChanges(
+            inserted: Set(building: changes.inserted), updated: Set(building: changes.updated), deleted: Set(building: changes.deleted))
         if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
         postObjectIDs(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))

@@ -502,7 +502,7 @@ extension NSManagedObjectContext {
         let deleted = allDeleted.filter { deletedSet.contains($0) }
         // A set announced while the list was the one `inserted` was taken from is its set.
         let insertedSet =
-            announcedInsertions.flatMap { $0.version == insertedVersion ? $0.objects : nil } ?? Set(inserted)
+            announcedInsertions.flatMap { $0.version == insertedVersion ? $0.objects : nil } ?? Set(building: inserted)
         announcedInsertions = nil
         // Objects inserted after `inserted` was final (while conflicts were resolved; what the
         // validation hooks insert joins the save, see `includeChangesOfValidationHooks`) are
@@ -628,10 +628,11 @@ extension NSManagedObjectContext {
 
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }
-        if !updated.isEmpty || !alsoUpdated.isEmpty { info[NSUpdatedObjectsKey] = Set(updated).union(alsoUpdated) }
-        if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(deleted) }
+        if !updated.isEmpty || !alsoUpdated.isEmpty { info[NSUpdatedObjectsKey] = Set(building: updated + alsoUpdated) }
+        if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(building: deleted) }
         post(.NSManagedObjectContextDidSave, userInfo: info)
-        let ids = ObjectIDChanges(inserted: Set(changes.inserted), updated: Set(changes.updated), deleted: Set(changes.deleted))
+        let ids = ObjectIDChanges(
+            inserted: Set(building: changes.inserted), updated: Set(building: changes.updated), deleted: Set(building: changes.deleted))
         postObjectIDs(NSManagedObjectContext.didSaveObjectIDsNotification, ids)
         // A merge policy may have resolved every change away: the stream yields only writes.
         if !(ids.inserted.isEmpty && ids.updated.isEmpty && ids.deleted.isEmpty) { publishDidSave(ids) }
