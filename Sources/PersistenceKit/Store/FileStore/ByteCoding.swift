@@ -79,6 +79,14 @@ struct ByteWriter: ~Copyable {
     }
 
     mutating func string(_ s: String) {
+        // A native string's bytes are read in place: `withUTF8` needs a `var` copy, a retain
+        // and a release of the string's storage, which at a save is memory no longer in
+        // cache (every string of 100,000 new objects).
+        let written: Void? = s.utf8.withContiguousStorageIfAvailable { buf in
+            u32(UInt32(buf.count))
+            raw(UnsafeRawBufferPointer(buf))
+        }
+        if written != nil { return }
         var s = s
         s.withUTF8 { buf in
             u32(UInt32(buf.count))

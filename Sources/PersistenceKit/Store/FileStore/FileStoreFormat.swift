@@ -213,6 +213,10 @@ enum FileStoreFormat {
                     w.u8(Tag.double.rawValue)
                     w.u64(x.bitPattern)
                 case .null: w.u8(Tag.null.rawValue)
+                case let .string(x):
+                    // Here too: through `encode(_:into:)` each string was copied once more.
+                    w.u8(Tag.string.rawValue)
+                    w.string(x)
                 default: encode(buffer[i], into: &w)
                 }
             }
