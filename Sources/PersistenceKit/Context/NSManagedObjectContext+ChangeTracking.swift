@@ -210,9 +210,12 @@ extension NSManagedObjectContext {
         var inserted = Set<NSManagedObject>(minimumCapacity: changes.inserted.count)
         // `isOwned(by:)`, not `managedObjectContext === self`: the getter returns the context
         // retained, two atomic operations per object of a large save.
-        for o in changes.inserted where o.flags.contains(.inserted) && o.isOwned(by: self) {
-            o.flags.insert(.insertAnnounced)
-            inserted.update(with: o)  // not `insert`: see `Set(building:)`
+        // Not `insert`, and not a `for` loop's copy of each object: see `Set(building:)`.
+        changes.inserted.withUnsafeBufferPointer { objects in
+            for i in objects.indices where objects[i].flags.contains(.inserted) && objects[i].isOwned(by: self) {
+                objects[i].flags.insert(.insertAnnounced)
+                inserted.update(with: objects[i])
+            }
         }
         // Every member is a pending insertion, so equal counts mean equal sets.
         // With no new inserts, the set announced before still stands (the save checks its
