@@ -46,7 +46,7 @@ extension FetchFilter {
 private struct AllOfExpressions: StoreTranslatable {
     let parts: [Any]
 
-    func storeConditions(_ resolve: (AnyKeyPath) -> Int?) -> [StoreFilter.Condition]? {
+    func storeConditions(_ resolve: KeyPathResolver) -> [StoreFilter.Condition]? {
         var conditions: [StoreFilter.Condition] = []
         for part in parts {
             guard let more = (part as? any StoreTranslatable)?.storeConditions(resolve) else { return nil }
