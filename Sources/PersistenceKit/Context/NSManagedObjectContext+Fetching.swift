@@ -203,10 +203,21 @@ extension NSManagedObjectContext {
         var holdsStandIns = false
         // Rows move into the faults that hold them (`install(taking:)`): a row is read here
         // only while no object holds it.
+        let storeMatched = storeFilter != nil && requestFilter != nil
         for index in rows.indices {
             let o: NSManagedObject
             if !defersRows {
-                o = register(taking: &rows[index], entity: entity, storeNumber: number)
+                let registered = register(taking: &rows[index], entity: entity, storeNumber: number)
+                // A fault (new, or registered and untouched) has no unsaved change and holds
+                // the row: nothing below applies but the append. Taken here, the object's
+                // reference moves into the list; on the general path below the compiler
+                // retained it for the append and released its own (two atomic operations
+                // per fetched row).
+                if registered.flags == [.fault] && !tracksFaults {
+                    if storeMatched { matches.append(consume registered) } else { unfiltered.append(consume registered) }
+                    continue
+                }
+                o = registered
             } else if let registered = registeredByID[ObjectKey(row: rows[index].id, storeNumber: number), entity] {
                 if registered.flags.contains(.fault) { registered.holdRow(taking: &rows[index]) }
                 o = registered
