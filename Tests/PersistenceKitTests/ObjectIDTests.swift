@@ -254,6 +254,37 @@ import Testing
         }
     }
 
+    /// A save where some inserts got their permanent IDs early and the rest get them now:
+    /// every object is registered under its ID afterwards, whichever way it got it (the
+    /// save registers the newly keyed ones as a list of their own, or as the whole insert
+    /// list when every insert was keyed by the save).
+    @Test func aSaveRegistersInsertsKeyedEarlyAndNowAlike() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let books = (0..<6).map { i -> Book in
+                let b = Book(context: context)
+                b.title = "B\(i)"
+                return b
+            }
+            try context.obtainPermanentIDs(for: [books[2], books[4]])
+            let early = [books[2].objectID, books[4].objectID]
+            try context.save()
+            #expect([books[2].objectID, books[4].objectID] == early)
+            for b in books {
+                #expect(!b.objectID.isTemporaryID)
+                #expect(context.registeredObject(for: b.objectID) === b, "\(b.title) is registered under its ID")
+                #expect(context.object(with: b.objectID) === b)
+            }
+            let all = books.map(\.objectID)
+            #expect(Set(all).count == 6)
+            // Every insert keyed by the save: the other path.
+            let more = (0..<3).map { _ in Book(context: context) }
+            try context.save()
+            for b in more { #expect(context.registeredObject(for: b.objectID) === b) }
+        }
+    }
+
     @Test func obtainPermanentIDsWithNothingTemporaryIsANoOp() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()
