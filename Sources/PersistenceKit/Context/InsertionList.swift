@@ -14,6 +14,12 @@ struct InsertionList {
     private var slots: [NSManagedObject] = []
     /// The number of objects in the list.
     private(set) var count = 0
+    /// The slots `takeUnannounced(_:)` has gone through: later ones hold objects inserted
+    /// since, which the context's next objects-did-change announces. (A list of those
+    /// objects beside this one retained each new object once more, and released each when
+    /// they were announced, by then out of cache: measured −1 to −2% of inserting and saving
+    /// 100,000 objects.)
+    private var announcedSlots = 0
     /// Changes with every append and removal, so that a value computed from the list can
     /// tell whether the list is still the same.
     private(set) var version = 0
@@ -39,6 +45,35 @@ struct InsertionList {
         count -= 1
         version &+= 1
     }
+
+    /// Whether objects were appended since the last `takeUnannounced(_:)` or
+    /// `markAnnounced()` (some may have left the list since).
+    var hasUnannounced: Bool { announcedSlots < slots.count }
+
+    /// Calls `body` with each object appended since the last call (or `markAnnounced()`)
+    /// that is still in the list, in insertion order, and counts them announced. `body`
+    /// must not change the list.
+    mutating func takeUnannounced(_ body: (NSManagedObject) -> Void) {
+        let hole = Self.hole
+        slots.withUnsafeBufferPointer { slots in
+            for i in announcedSlots..<slots.count where slots[i] !== hole { body(slots[i]) }
+        }
+        announcedSlots = slots.count
+    }
+
+    /// The objects `takeUnannounced(_:)` would hand out now (usually none: an array is
+    /// built only for them).
+    var unannounced: [NSManagedObject] {
+        guard hasUnannounced else { return [] }
+        let hole = Self.hole
+        return slots[announcedSlots...].filter { $0 !== hole }
+    }
+
+    /// Counts every object in the list announced.
+    mutating func markAnnounced() { announcedSlots = slots.count }
+
+    /// Counts every object in the list not announced yet.
+    mutating func markUnannounced() { announcedSlots = 0 }
 
     /// Whether any object in the list satisfies `predicate` (no array is built).
     func contains(where predicate: (NSManagedObject) -> Bool) -> Bool {
@@ -93,6 +128,7 @@ struct InsertionList {
         }
         slots = []
         count = 0
+        announcedSlots = 0
         version &+= 1
     }
 }

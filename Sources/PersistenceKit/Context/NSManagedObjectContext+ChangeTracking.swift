@@ -111,8 +111,7 @@ extension NSManagedObjectContext {
         } else if object.hasTemporaryKey {
             temporaries.insert(object)
         }
-        insertions.append(object)
-        unprocessed.inserted.append(object)
+        insertions.append(object)  // announced from there (see `PendingChanges`)
         noteChangesPending()
         if !object.hasAwokenFromInsert {
             object.hasAwokenFromInsert = true
@@ -191,6 +190,7 @@ extension NSManagedObjectContext {
     func clearUnprocessed() {
         for o in unprocessed.updated { o.flags.remove(.changeRecorded) }
         unprocessed = PendingChanges()
+        insertions.markAnnounced()
         announcedInsertions = nil  // set again by processPendingChanges, after this
     }
 
@@ -200,29 +200,30 @@ extension NSManagedObjectContext {
         assertOnQueue("processPendingChanges()")
         queue.changesPending.store(false, ordering: .relaxed)
         applyDeleteRules()
-        if unprocessed.isEmpty { return }
+        if !hasUnprocessedChanges { return }
+        let hadInserts = insertions.hasUnannounced
+        // Sized up front: built from a lazy filter, the set grew by rehashing (measured: a
+        // tenth of saving 100,000 inserts).
+        var inserted = Set<NSManagedObject>(minimumCapacity: hadInserts ? insertions.count : 0)
+        // `isOwned(by:)`, not `managedObjectContext === self`: the getter returns the context
+        // retained, two atomic operations per object of a large save. Not `insert`: see
+        // `Set(building:)`.
+        insertions.takeUnannounced { o in
+            if o.flags.contains(.inserted) && o.isOwned(by: self) {
+                o.flags.insert(.insertAnnounced)
+                inserted.update(with: o)
+            }
+        }
         let changes = unprocessed
         let previouslyAnnounced = announcedInsertions
         clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
-        // Sized up front: built from a lazy filter, the set grew by rehashing (measured: a
-        // tenth of saving 100,000 inserts).
-        var inserted = Set<NSManagedObject>(minimumCapacity: changes.inserted.count)
-        // `isOwned(by:)`, not `managedObjectContext === self`: the getter returns the context
-        // retained, two atomic operations per object of a large save.
-        // Not `insert`, and not a `for` loop's copy of each object: see `Set(building:)`.
-        changes.inserted.withUnsafeBufferPointer { objects in
-            for i in objects.indices where objects[i].flags.contains(.inserted) && objects[i].isOwned(by: self) {
-                objects[i].flags.insert(.insertAnnounced)
-                inserted.update(with: objects[i])
-            }
-        }
         // Every member is a pending insertion, so equal counts mean equal sets.
         // With no new inserts, the set announced before still stands (the save checks its
         // version): a processing for updates or refreshes alone made the next save of many
         // inserts build the set again (found in review).
         announcedInsertions =
-            changes.inserted.isEmpty ? previouslyAnnounced : inserted.count == insertions.count ? (insertions.version, inserted) : nil
+            !hadInserts ? previouslyAnnounced : inserted.count == insertions.count ? (insertions.version, inserted) : nil
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
         if !changes.updated.isEmpty { info[NSUpdatedObjectsKey] = changes.updated }
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }

@@ -173,7 +173,7 @@ extension NSManagedObjectContext {
         for round in 1... {
             // After the first round the willSave() hooks have processed what they changed:
             // only the comparison below finds it.
-            if round == 1 && unprocessed.isEmpty && pendingDeletes.isEmpty && insertions.version == insertedVersion { return }
+            if round == 1 && !hasUnprocessedChanges && pendingDeletes.isEmpty && insertions.version == insertedVersion { return }
             processPendingChanges()
             discardInaccessibleObjects()
             let listedInserts = Set(inserted.lazy.map(ObjectIdentifier.init))
@@ -450,12 +450,13 @@ extension NSManagedObjectContext {
         // sets, and one comparison of counts.
         for round in 1... {
             let changed = unprocessed
+            let changedInserts = insertions.unannounced
             let deletedBefore = deletedSet
             processPendingChanges()
             var next: [NSManagedObject] = []
             var seen = Set<ObjectIdentifier>()
             func add(_ o: NSManagedObject) { if seen.insert(ObjectIdentifier(o)).inserted { next.append(o) } }
-            for o in changed.inserted where o.flags.contains(.inserted) && o.isOwned(by: self) { add(o) }
+            for o in changedInserts where o.flags.contains(.inserted) && o.isOwned(by: self) { add(o) }
             for o in changed.updated where o.flags.contains(.updated) { add(o) }
             if deletedSet.count != deletedBefore.count || !changed.deleted.isEmpty {
                 for o in deletedSet where !deletedBefore.contains(o) { add(o) }
@@ -615,11 +616,11 @@ extension NSManagedObjectContext {
         let unsavedUpdates = updatedSet.isEmpty ? [] : unprocessed.updated.intersection(updatedSet)
         let unsavedDeletes = deletedSet.isEmpty ? [] : unprocessed.deleted.intersection(deletedSet)
         clearUnprocessed()
-        unprocessed.inserted = leftovers
+        insertions.markUnannounced()  // the list holds the leftovers only
         for o in unsavedUpdates { o.flags.insert(.changeRecorded) }
         unprocessed.updated = unsavedUpdates
         unprocessed.deleted = unsavedDeletes
-        if !unprocessed.isEmpty { noteChangesPending() }
+        if hasUnprocessedChanges { noteChangesPending() }
         for o in inserted { o.didSave() }
         for o in updated { o.didSave() }
         for o in alsoUpdated { o.didSave() }

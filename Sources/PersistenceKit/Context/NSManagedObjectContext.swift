@@ -133,17 +133,21 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var mergePolicyStorage: NSMergePolicy { settings.withLock { $0.mergePolicy } }
 
     /// Changes accumulated between two `processPendingChanges()` calls.
+    /// The inserts to announce are not listed here: they are the objects `insertions`
+    /// has not handed out yet (see `InsertionList.takeUnannounced(_:)`; an insert deleted
+    /// before then has left that list, a repeated one is in it once).
     struct PendingChanges {
-        /// Appended on insert; filtered by the `.inserted` flag when announced (an insert
-        /// deleted before then is dropped, a repeated one is announced once).
-        var inserted: [NSManagedObject] = []
         var updated: Set<NSManagedObject> = []
         var deleted: Set<NSManagedObject> = []
         /// Objects `refresh(_:mergeChanges:)` reloaded, announced with the rest (Core Data
         /// coalesces refreshes into the next objects-did-change).
         var refreshed: Set<NSManagedObject> = []
-        var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
+        var isEmpty: Bool { updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
     }
+
+    /// Whether changes wait to be announced by objects-did-change: inserts, updates,
+    /// deletions, refreshes.
+    var hasUnprocessedChanges: Bool { insertions.hasUnannounced || !unprocessed.isEmpty }
 
     /// Whether queue checks run: always in debug builds; in release builds when
     /// `PERSISTENCEKIT_CONCURRENCY_DEBUG` is set to a non-zero value.
@@ -454,6 +458,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// What the queue does after each `perform` block: process pending changes (as Core Data
     /// does), so observers hear of them.
     func processPendingChangesIfNeeded() {
-        if !unprocessed.isEmpty || !pendingDeletes.isEmpty { processPendingChanges() }
+        if hasUnprocessedChanges || !pendingDeletes.isEmpty { processPendingChanges() }
     }
 }
