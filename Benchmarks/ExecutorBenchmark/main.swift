@@ -1,12 +1,21 @@
-// Executor throughput: an NSModelActor (jobs on its context's queue) against three baselines
+// Executor throughput: an NSModelActor (jobs on its context's queue) against baselines
 // measured in the same run — a plain Swift actor (default executor), the textbook
 // SerialExecutor that forwards every job to its own DispatchQueue, and the floor of any
 // custom executor on Dispatch's global pool: one `DispatchQueue.global().async` per job and
 // nothing else (not serial, so it is only run where one task at a time uses the actor).
 //
+// For workload (a) only, a fourth baseline bounds every custom executor from below: one that
+// runs each job inside `enqueue`, with no queue at all. The runtime switches threads-free
+// only onto its own actors and the generic executor, so a hop from ordinary async code onto
+// any custom executor must be enqueued on it, and the hop back must be enqueued on the
+// global pool; this executor pays only the second. It is not a usable executor (a job
+// enqueued from inside another would nest, and `enqueue` would run user code on whatever
+// thread called it), which is why no other workload runs it.
+//
 //   swift run -c release ExecutorBenchmark [iterations]
 //
-// Prints ns/op for each workload and the ratios ours/plain, ours/floor and textbook/ours.
+// Prints ns/op for each workload and the ratios ours/plain, ours/floor and textbook/ours,
+// then the inline bound of (a) and its ratio to the plain actor.
 
 import Dispatch
 import Foundation
@@ -47,6 +56,22 @@ final class GlobalPoolFloorExecutor: SerialExecutor {
         DispatchQueue.global().async { unowned.runSynchronously(on: executor) }
     }
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+}
+
+/// Runs each job inside `enqueue`: the least a hop onto any custom executor costs (see the
+/// header). Only workload (a) uses it.
+final class InlineBoundExecutor: SerialExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        job.runSynchronously(on: asUnownedSerialExecutor())
+    }
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+}
+
+actor InlineBoundActor {
+    let executor = InlineBoundExecutor()
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    var n = 0
+    func hop() { n &+= 1 }
 }
 
 actor FloorActor {
@@ -120,6 +145,7 @@ try await container.loadPersistentStores()
 let plain = PlainActor(), plain2 = PlainActor()
 let textbook = TextbookActor(), textbook2 = TextbookActor()
 let floor = FloorActor(), floor2 = FloorActor()
+let inlineBound = InlineBoundActor()
 let ours = ModelActor(container: container), ours2 = ModelActor(container: container)
 let context = container.newBackgroundContext()
 
@@ -133,6 +159,7 @@ rows.append(
         textbook: await sequential(textbook, iterations) { await $0.hop() },
         floor: await sequential(floor, iterations) { await $0.hop() },
         ours: await sequential(ours, iterations) { await $0.hop() }))
+let inlineBoundHop = await sequential(inlineBound, iterations) { await $0.hop() }
 
 // (a') The same loop written inline: the compiler sees nothing between two calls that needs
 // the caller's executor, so the task stays on the actor's executor from one call to the
@@ -182,6 +209,9 @@ for row in rows {
         f(row.plain).leftPad(12), f(row.textbook).leftPad(13), f(row.floor).leftPad(12), f(row.ours).leftPad(14),
         r(row.ours / row.plain).leftPad(12), r(row.ours / row.floor).leftPad(12), r(row.textbook / row.ours).leftPad(15))
 }
+print(
+    "(a) inline bound (no queue; the least any custom executor pays): \(f(inlineBoundHop)) ns,",
+    "\(r(inlineBoundHop / rows[0].plain)) plain; ours \(r(rows[0].ours / inlineBoundHop)) of it")
 
 if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
     /// One line of the table (ns per operation; null where a design does not apply).
@@ -191,12 +221,15 @@ if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
         var textbookDispatchQueue: Double?
         var poolFloor: Double?
         var modelActor: Double?
+        /// The inline-bound executor (workload (a) only).
+        var inlineBound: Double?
     }
     func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
     let lines = rows.map {
         ResultLine(
             workload: $0.name, plainActor: finite($0.plain), textbookDispatchQueue: finite($0.textbook),
-            poolFloor: finite($0.floor), modelActor: finite($0.ours))
+            poolFloor: finite($0.floor), modelActor: finite($0.ours),
+            inlineBound: $0.name == rows[0].name ? inlineBoundHop : nil)
     }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
