@@ -414,6 +414,10 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             defer { processPendingChangesIfNeeded() }
             return try block()
         }
+        // Checked, not unsafe, though it is resumed exactly once: with an unsafe continuation
+        // Thread Sanitizer reports a race between the resume and the awaiting task (it cannot
+        // see the runtime's ordering there), though the round trip was 7% faster. (Tried in
+        // session 24; CI's sanitizer run failed.)
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             queue.async { [self] in
                 let result: Result<T, E>
