@@ -4,13 +4,15 @@
 // custom executor on Dispatch's global pool: one `DispatchQueue.global().async` per job and
 // nothing else (not serial, so it is only run where one task at a time uses the actor).
 //
-// For workload (a) only, a fourth baseline bounds every custom executor from below: one that
-// runs each job inside `enqueue`, with no queue at all. The runtime switches threads-free
-// only onto its own actors and the generic executor, so a hop from ordinary async code onto
-// any custom executor must be enqueued on it, and the hop back must be enqueued on the
-// global pool; this executor pays only the second. It is not a usable executor (a job
-// enqueued from inside another would nest, and `enqueue` would run user code on whatever
-// thread called it), which is why no other workload runs it.
+// For workload (a) only, a fourth baseline: an executor that runs each job inside
+// `enqueue`, with no queue at all. Swift 6.3's runtime moves a task without an enqueue only
+// from a job that the generic executor or a default actor started, and only onto a default
+// actor or the generic executor. So for a caller with no task-executor preference, a hop
+// onto any custom executor is an enqueue on it, and the hop back is an enqueue on the
+// global pool. This executor pays only the second: the least a custom executor could pay
+// for (a). It is not a usable executor (a job enqueued from inside another would nest, and
+// `enqueue` would run user code on whatever thread called it), which is why no other
+// workload runs it.
 //
 //   swift run -c release ExecutorBenchmark [iterations]
 //
@@ -210,7 +212,7 @@ for row in rows {
         r(row.ours / row.plain).leftPad(12), r(row.ours / row.floor).leftPad(12), r(row.textbook / row.ours).leftPad(15))
 }
 print(
-    "(a) inline bound (no queue; the least any custom executor pays): \(f(inlineBoundHop)) ns,",
+    "(a) inline bound (each job run inside enqueue; not a usable executor): \(f(inlineBoundHop)) ns,",
     "\(r(inlineBoundHop / rows[0].plain)) plain; ours \(r(rows[0].ours / inlineBoundHop)) of it")
 
 if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
