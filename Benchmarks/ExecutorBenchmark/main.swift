@@ -60,8 +60,8 @@ final class GlobalPoolFloorExecutor: SerialExecutor {
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 }
 
-/// Runs each job inside `enqueue`: the least a hop onto any custom executor costs (see the
-/// header). Only workload (a) uses it.
+/// Runs each job inside `enqueue`: the least a hop onto a custom executor could cost a
+/// caller with no task-executor preference (see the header). Only workload (a) uses it.
 final class InlineBoundExecutor: SerialExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         job.runSynchronously(on: asUnownedSerialExecutor())
