@@ -64,6 +64,23 @@ actor HoppingInserter: NSModelActor {
         #expect(overlaps.count == 0)
     }
 
+    /// A `performAndWait` caller behind work whose drain Dispatch has not started, as when
+    /// every pool thread is blocked, starts that drain on a thread of its own: the work ahead
+    /// runs first (FIFO), then the caller's block. Here the pool never gets to the drain, so
+    /// without that the caller would wait forever; in the real case it waited for Dispatch to
+    /// add a thread, 0.1–1.1 s.
+    @Test(.timeLimit(.minutes(1))) func aWaiterStartsADrainDispatchHasNotStarted() throws {
+        let container = try ActorFixtures.container()
+        let context = container.newBackgroundContext()
+        let queue = context.queue
+        let ranAhead = Tally()
+        #expect(queue.activate(.block { ranAhead.add(1) }))
+        queue.markDrainPending()  // handed to Dispatch, which never starts it
+        let seenByCaller = context.performAndWait { ranAhead.count }
+        #expect(seenByCaller == 1)
+        #expect(queue.drainsRescued.load(ordering: .relaxed) == 1)
+    }
+
     /// X's job on context A inserts, then calls Y on idle context B: B's drain is left to X's
     /// thread, which first ends X's job by posting A's objects-did-change. An observer of it
     /// waits for the main queue while main-actor code calls B.performAndWait: the observer's

@@ -67,6 +67,11 @@ final class ContextQueue: Sendable {
     let label: String
     private let state = Lock(State())
     private let owner = Atomic<UInt>(0)
+    /// True while a drain of this active, unowned queue has been handed to Dispatch and has
+    /// not started. Whoever clears it (`claimPendingDrain`) runs that drain: the Dispatch work
+    /// item, or a waiting `sync` caller that found Dispatch too slow to start it (see
+    /// `waitForTurn`). A work item that finds it cleared returns at once.
+    private let drainPending = Atomic<Bool>(false)
 
     /// Set when the context records a change it has not processed yet: after an actor's job
     /// the queue then runs the context's hook (see `setAfterJobOnce`), as a `perform` block
@@ -206,7 +211,7 @@ final class ContextQueue: Sendable {
                 return h
             }
             if let handoff {
-                handoff.semaphore.wait()
+                waitForTurn(handoff)
                 // Taking the lock once orders this thread after the drainer that handed over
                 // (it popped the handoff under the lock) in a way Thread Sanitizer can see;
                 // the semaphore alone is not visible to it on Linux.
@@ -229,7 +234,61 @@ final class ContextQueue: Sendable {
         #if DEBUG
         drainsScheduled.add(1, ordering: .relaxed)
         #endif
-        DispatchQueue.global().async { ContextQueue.runDrains(startingWith: self) }
+        markDrainPending()
+        DispatchQueue.global().async {
+            if self.claimPendingDrain() { ContextQueue.runDrains(startingWith: self) }
+        }
+    }
+
+    /// Marks a drain of this active, unowned queue as handed to Dispatch and not started.
+    /// Separate from `scheduleDrain` so that a test can stand for a Dispatch pool that never
+    /// gets to the work item.
+    func markDrainPending() {
+        drainPending.store(true, ordering: .releasing)
+    }
+
+    /// Takes the pending drain: true for exactly one caller per `markDrainPending`.
+    private func claimPendingDrain() -> Bool {
+        drainPending.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    #if DEBUG
+    /// The drains that waiting `sync` callers started on threads of their own (debug builds
+    /// only), for tests.
+    let drainsRescued = Atomic<Int>(0)
+    #endif
+
+    /// How long, in milliseconds, a waiting `sync` caller lets Dispatch start a pending drain
+    /// before it starts the drain on a new thread; doubled on each further wait, up to
+    /// `longestRescueGrace`, so that a caller waiting behind long work wakes rarely.
+    private static let firstRescueGrace = 1
+    private static let longestRescueGrace = 16
+
+    /// Waits until the queue is handed to the caller of `sync`.
+    ///
+    /// # Why the timeout
+    /// The waiter may be one of Dispatch's pool threads, and every other pool thread may be
+    /// waiting too — model-actor methods or async code calling `performAndWait` on a busy
+    /// context. The work ahead of this caller then waits for a drain that Dispatch has no
+    /// thread for, and Dispatch adds threads only about every half second: measured stalls
+    /// of 0.1–1.1 s (a review's 32 actors on one shared context), ~1 s for 64 blocking
+    /// callers beside hopping tasks, and 5 s for six callers on Dispatch's threads behind a
+    /// queued `perform` block (session 24; 11 ms with this). So a caller still waiting after
+    /// `firstRescueGrace` takes the pending drain, if Dispatch has not started it, and runs it on
+    /// a new thread. Not on its own thread: a waiter on the main thread would then run actor
+    /// jobs there, and one inside another queue's job would hold two queues. The drain hands
+    /// the queue to this caller when it reaches its turn, as a Dispatch-started one would.
+    private func waitForTurn(_ handoff: Handoff) {
+        var grace = Self.firstRescueGrace
+        while handoff.semaphore.wait(timeout: .now() + .milliseconds(grace)) == .timedOut {
+            if claimPendingDrain() {
+                #if DEBUG
+                drainsRescued.add(1, ordering: .relaxed)
+                #endif
+                Thread.detachNewThread { ContextQueue.runDrains(startingWith: self) }
+            }
+            grace = min(grace * 2, Self.longestRescueGrace)
+        }
     }
 
     /// Drains one global-pool thread runs in a row, per Dispatch work item, before it gives
