@@ -4,8 +4,9 @@ import PersistenceKit
 /// context's queue, in one FIFO with the context's `perform` blocks, one at a time.
 ///
 /// # Guarantees
-/// - Jobs of a private-queue context run on Dispatch's global pool, never on the main
-///   thread — wherever the actor was created.
+/// - Jobs of a private-queue context run on Dispatch's global pool (or on a thread that a
+///   blocked `performAndWait` caller started for a drain Dispatch was slow to start), never
+///   on the main thread — wherever the actor was created.
 /// - Actor jobs, `perform` blocks and `performAndWait` blocks of the context exclude each
 ///   other; jobs and `perform` blocks run in enqueue order.
 /// - `enqueue` never blocks, so actors calling each other cannot deadlock through it.

@@ -68,7 +68,7 @@ actor HoppingInserter: NSModelActor {
     /// every pool thread is blocked, starts that drain on a thread of its own: the work ahead
     /// runs first (FIFO), then the caller's block. Here the pool never gets to the drain, so
     /// without that the caller would wait forever; in the real case it waited for Dispatch to
-    /// add a thread, 0.1–1.1 s.
+    /// add a thread (5 s for six callers in a scratch run).
     @Test(.timeLimit(.minutes(1))) func aWaiterStartsADrainDispatchHasNotStarted() throws {
         let container = try ActorFixtures.container()
         let context = container.newBackgroundContext()
@@ -76,6 +76,22 @@ actor HoppingInserter: NSModelActor {
         let ranAhead = Tally()
         #expect(queue.activate(.block { ranAhead.add(1) }))
         queue.markDrainPending()  // handed to Dispatch, which never starts it
+        let seenByCaller = context.performAndWait { ranAhead.count }
+        #expect(seenByCaller == 1)
+        #expect(queue.drainsRescued.load(ordering: .relaxed) == 1)
+    }
+
+    /// The same, when no thread can be made: the drain goes back to Dispatch with a new
+    /// ticket, and its work item runs it. (Found in review: the thread's failure was
+    /// dropped, the ticket was gone, and the caller waited forever.)
+    @Test(.timeLimit(.minutes(1))) func aWaiterThatCannotMakeAThreadHandsTheDrainBackToDispatch() throws {
+        let container = try ActorFixtures.container()
+        let context = container.newBackgroundContext()
+        let queue = context.queue
+        queue.failsToMakeThreads.store(true, ordering: .relaxed)
+        let ranAhead = Tally()
+        #expect(queue.activate(.block { ranAhead.add(1) }))
+        queue.markDrainPending()  // handed to Dispatch, which never starts this one
         let seenByCaller = context.performAndWait { ranAhead.count }
         #expect(seenByCaller == 1)
         #expect(queue.drainsRescued.load(ordering: .relaxed) == 1)

@@ -26,7 +26,9 @@ func currentThreadID() -> UInt {
 /// A private queue is a lock-protected FIFO drained on Dispatch's global pool, not a
 /// `DispatchQueue`: owning the exclusivity ourselves lets `sync` run the caller's block on
 /// the caller's own thread once the queue is free (like `dispatch_sync`), so a blocked
-/// caller never needs a second thread to make progress. That is what keeps 64 concurrent
+/// caller never needs a second thread to make progress. (When a blocked caller finds a
+/// drain ahead of it that Dispatch has not started, it runs that drain on a new thread: see
+/// `waitForTurn`.) That is what keeps 64 concurrent
 /// `performAndWait` calls from the cooperative pool live on a 2-core machine, and what the
 /// model-actor executor builds on.
 ///
@@ -241,8 +243,10 @@ final class ContextQueue: Sendable {
     }
 
     /// Marks a drain of this active, unowned queue as handed to Dispatch and not started.
-    /// Separate from `scheduleDrain` so that a test can stand for a Dispatch pool that never
-    /// gets to the work item.
+    /// Only the holder of the right to drain may call it (the caller that activated the
+    /// queue, or the drainer or `sync` owner letting it go), and gives that right up by it:
+    /// anyone else would make a second drainer. Separate from `scheduleDrain` so that a test
+    /// can stand for a Dispatch pool that never gets to the work item.
     func markDrainPending() {
         drainPending.store(true, ordering: .releasing)
     }
@@ -253,9 +257,11 @@ final class ContextQueue: Sendable {
     }
 
     #if DEBUG
-    /// The drains that waiting `sync` callers started on threads of their own (debug builds
-    /// only), for tests.
+    /// The drains that waiting `sync` callers started on new threads (debug builds only),
+    /// for tests.
     let drainsRescued = Atomic<Int>(0)
+    /// Debug builds only, for tests: the rescue behaves as if no thread could be made.
+    let failsToMakeThreads = Atomic<Bool>(false)
     #endif
 
     /// How long, in milliseconds, a waiting `sync` caller lets Dispatch start a pending drain
@@ -270,25 +276,73 @@ final class ContextQueue: Sendable {
     /// The waiter may be one of Dispatch's pool threads, and every other pool thread may be
     /// waiting too — model-actor methods or async code calling `performAndWait` on a busy
     /// context. The work ahead of this caller then waits for a drain that Dispatch has no
-    /// thread for, and Dispatch adds threads only about every half second: measured stalls
-    /// of 0.1–1.1 s (a review's 32 actors on one shared context), ~1 s for 64 blocking
-    /// callers beside hopping tasks, and 5 s for six callers on Dispatch's threads behind a
-    /// queued `perform` block (session 24; 11 ms with this). So a caller still waiting after
-    /// `firstRescueGrace` takes the pending drain, if Dispatch has not started it, and runs it on
-    /// a new thread. Not on its own thread: a waiter on the main thread would then run actor
-    /// jobs there, and one inside another queue's job would hold two queues. The drain hands
-    /// the queue to this caller when it reaches its turn, as a Dispatch-started one would.
+    /// thread for, and Dispatch adds threads only about every half second: six callers on
+    /// Dispatch's threads behind a queued `perform` block waited 5 s (session 24; 11 ms with
+    /// this). So a caller still waiting after `firstRescueGrace` takes the pending drain, if
+    /// Dispatch has not started it, and runs it on a new thread. Not on its own thread: a
+    /// waiter on the main thread would then run actor jobs there, and one inside another
+    /// queue's job would hold two queues. The drain hands the queue to this caller when it
+    /// reaches its turn, as a Dispatch-started one would. After a rescue the next check comes
+    /// after `firstRescueGrace` again: a rescued drain still yields after `drainBatch` jobs
+    /// and hands the rest back to Dispatch. (Found in review: with the checks left at 16 ms,
+    /// a caller behind 10,000 blocks waited 1.3 s.)
     private func waitForTurn(_ handoff: Handoff) {
         var grace = Self.firstRescueGrace
+        var mayRescue = true
         while handoff.semaphore.wait(timeout: .now() + .milliseconds(grace)) == .timedOut {
-            if claimPendingDrain() {
+            if mayRescue, claimPendingDrain() {
                 #if DEBUG
                 drainsRescued.add(1, ordering: .relaxed)
                 #endif
-                Thread.detachNewThread { ContextQueue.runDrains(startingWith: self) }
+                // When no thread can be made, this caller waits for Dispatch from then on, as
+                // it did before rescues: taking each new ticket again would queue a work item
+                // per check on a pool that has no thread for them.
+                mayRescue = startDrainOnNewThread()
+                grace = Self.firstRescueGrace
+            } else {
+                grace = min(grace * 2, Self.longestRescueGrace)
             }
-            grace = min(grace * 2, Self.longestRescueGrace)
         }
+    }
+
+    /// Runs a drain whose ticket the caller took on a new thread; or, when no thread can be
+    /// made, hands it back to Dispatch with a new ticket and returns false.
+    ///
+    /// `pthread_create`, not `Thread.detachNewThread`: on Linux Foundation drops a failed
+    /// thread creation silently, and the drain, its ticket already taken, was lost, so the
+    /// queue hung for good. (Found in review, with the address space capped.)
+    private func startDrainOnNewThread() -> Bool {
+        #if DEBUG
+        if failsToMakeThreads.load(ordering: .relaxed) {
+            scheduleDrain()
+            return false
+        }
+        #endif
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        #if canImport(Darwin)
+        var thread: pthread_t?
+        let result = pthread_create(&thread, &attributes, { queue in
+            ContextQueue.runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(queue).takeRetainedValue())
+            return nil
+        }, retained)
+        #else
+        var thread = pthread_t()
+        let result = pthread_create(&thread, &attributes, { queue in
+            // Non-nil: the pointer passed below.
+            ContextQueue.runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(queue!).takeRetainedValue())
+            return nil
+        }, retained)
+        #endif
+        guard result == 0 else {
+            Unmanaged<ContextQueue>.fromOpaque(retained).release()
+            scheduleDrain()
+            return false
+        }
+        return true
     }
 
     /// Drains one global-pool thread runs in a row, per Dispatch work item, before it gives
