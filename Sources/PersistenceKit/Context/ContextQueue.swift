@@ -26,11 +26,10 @@ func currentThreadID() -> UInt {
 /// A private queue is a lock-protected FIFO drained on Dispatch's global pool, not a
 /// `DispatchQueue`: owning the exclusivity ourselves lets `sync` run the caller's block on
 /// the caller's own thread once the queue is free (like `dispatch_sync`), so a blocked
-/// caller never needs a second thread to make progress. (When a blocked caller finds a
-/// drain ahead of it that Dispatch has not started, it runs that drain on a new thread: see
-/// `waitForTurn`.) That is what keeps 64 concurrent
+/// caller never needs a second thread to make progress. That is what keeps 64 concurrent
 /// `performAndWait` calls from the cooperative pool live on a 2-core machine, and what the
-/// model-actor executor builds on.
+/// model-actor executor builds on. (When a blocked caller finds a drain ahead of it that
+/// Dispatch has not started, it runs that drain on a new thread: see `waitForTurn`.)
 ///
 /// When an actor job on one private queue ends by hopping to an idle private queue, the
 /// thread that ran it drains the second queue next instead of going through Dispatch (see
