@@ -322,19 +322,13 @@ final class ContextQueue: Sendable {
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        // The start routine's parameter is optional on Linux only; it is `retained`, never nil.
         #if canImport(Darwin)
         var thread: pthread_t?
-        let result = pthread_create(&thread, &attributes, { queue in
-            ContextQueue.runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(queue).takeRetainedValue())
-            return nil
-        }, retained)
+        let result = pthread_create(&thread, &attributes, { ContextQueue.runRescuedDrain($0) }, retained)
         #else
         var thread = pthread_t()
-        let result = pthread_create(&thread, &attributes, { queue in
-            // Non-nil: the pointer passed below.
-            ContextQueue.runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(queue!).takeRetainedValue())
-            return nil
-        }, retained)
+        let result = pthread_create(&thread, &attributes, { ContextQueue.runRescuedDrain($0!) }, retained)
         #endif
         guard result == 0 else {
             Unmanaged<ContextQueue>.fromOpaque(retained).release()
@@ -342,6 +336,13 @@ final class ContextQueue: Sendable {
             return false
         }
         return true
+    }
+
+    /// The body of a thread `startDrainOnNewThread` made: drains the queue it was handed
+    /// retained, and releases it.
+    private static func runRescuedDrain(_ retainedQueue: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
+        runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(retainedQueue).takeRetainedValue())
+        return nil
     }
 
     /// Drains one global-pool thread runs in a row, per Dispatch work item, before it gives
