@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "PersistenceKit", targets: ["PersistenceKit"]),
         .library(name: "ModelActorKit", targets: ["ModelActorKit"]),
     ],
+    // No package dependencies. The benchmarks, which link SQLite for their baselines, are a
+    // package of their own in Benchmarks/.
     targets: [
         .target(name: "PersistenceKit"),
         .target(name: "ModelActorKit", dependencies: ["PersistenceKit"]),
@@ -22,19 +24,16 @@ let package = Package(
             dependencies: ["ModelActorKit"],
             path: "Examples/ItemsImport"
         ),
-        .executableTarget(
-            name: "StoreBenchmark",
-            dependencies: ["PersistenceKit"],
-            path: "Benchmarks/StoreBenchmark"
-        ),
-        .executableTarget(
-            name: "ExecutorBenchmark",
-            dependencies: ["ModelActorKit"],
-            path: "Benchmarks/ExecutorBenchmark"
-        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),
+        // Compiled as a new app target is (Swift 6.2's default MainActor isolation), so that a
+        // model and its use keep compiling there.
+        .testTarget(
+            name: "DefaultMainActorTests",
+            dependencies: ["ModelActorKit"],
+            swiftSettings: [.defaultIsolation(MainActor.self)]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
