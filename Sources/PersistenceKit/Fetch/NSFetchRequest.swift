@@ -201,18 +201,6 @@ extension NSFetchRequest where ResultType: NSManagedObject {
     }
 }
 
-/// A Swift `NSManagedObject` subclass gets a typed fetch request.
-public protocol NSManagedObjectFetchable: NSManagedObject {}
-
-extension NSManagedObject: NSManagedObjectFetchable {}
-
-extension NSManagedObjectFetchable {
-    /// A fetch request for this class's entity, returning objects of this class.
-    public static func fetchRequest() -> NSFetchRequest<Self> {
-        NSFetchRequest<Self>(entityClass: Self.self)
-    }
-}
-
 /// A type-erased predicate over one entity class.
 struct FetchFilter {
     let typed: Any

@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
 
+/// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.
+public let NSInMemoryStoreType = "InMemory"
+
 /// A store that keeps rows in memory for the life of the process: fast, and gone when the
 /// store is released. Useful for tests, previews and caches.
 ///

@@ -13,40 +13,6 @@ public let NSStoreUUIDKey = "NSStoreUUID"
 /// Core Data's `NSStoreModelVersionHashesKey` (a hash per entity) has no counterpart.
 public let PersistenceKitModelLayoutHashKey = "ModelLayoutHash"
 
-extension FileStore {
-    /// The metadata of the file store at `url`, read from its header without opening it:
-    /// ``NSStoreTypeKey``, ``NSStoreUUIDKey`` and ``PersistenceKitModelLayoutHashKey``.
-    /// Works whether or not the store is open, in this process or another.
-    ///
-    /// - Throws: ``FileStoreError`` — `.io` when the file cannot be read (missing
-    ///   included); `.notAStore`, `.truncated`, `.newerFormatVersion` or `.corrupt` when its
-    ///   header is not a valid store header.
-    public static func metadata(at url: URL) throws(FileStoreError) -> [String: String] {
-        guard url.isFileURL else {
-            throw FileStoreError(.io, path: url.absoluteString, "a file store needs a file URL, not \(url.absoluteString).")
-        }
-        let path = url.standardizedFileURL.path
-        let bytes: [UInt8] = try io(path, "reading the store's header") {
-            let file = try PosixFileSystem().openForReading(path)
-            defer { file.close() }
-            return try file.read(at: 0, count: FileStoreFormat.headerSize)
-        }
-        let header: FileStoreFormat.Header
-        do {
-            header = try bytes.withUnsafeBytes { try FileStoreFormat.readHeader($0, path: path) }
-        } catch let error as FileStoreError {
-            throw error
-        } catch {
-            throw FileStoreError(.io, path: path, "reading the store's header failed: \(error)")
-        }
-        return [
-            NSStoreTypeKey: NSFileStoreType,
-            NSStoreUUIDKey: header.storeID,
-            PersistenceKitModelLayoutHashKey: NSManagedObjectModel.hex(header.modelHash),
-        ]
-    }
-}
-
 extension NSPersistentStoreCoordinator {
     /// The metadata of the store of type `storeType` at `url`, read without adding the
     /// store, as Core Data's class method of this name. For a file store it comes from the

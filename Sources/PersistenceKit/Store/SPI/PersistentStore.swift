@@ -75,6 +75,3 @@ extension PersistentStore {
     /// Whether the store refuses saves: always `false` (there are no read-only stores yet).
     public var isReadOnly: Bool { false }
 }
-
-/// The type string of ``InMemoryStore``, as Core Data's `NSInMemoryStoreType`.
-public let NSInMemoryStoreType = "InMemory"

@@ -1,0 +1,35 @@
+import Foundation
+
+extension FileStore {
+    /// The metadata of the file store at `url`, read from its header without opening it:
+    /// ``NSStoreTypeKey``, ``NSStoreUUIDKey`` and ``PersistenceKitModelLayoutHashKey``.
+    /// Works whether or not the store is open, in this process or another.
+    ///
+    /// - Throws: ``FileStoreError`` — `.io` when the file cannot be read (missing
+    ///   included); `.notAStore`, `.truncated`, `.newerFormatVersion` or `.corrupt` when its
+    ///   header is not a valid store header.
+    public static func metadata(at url: URL) throws(FileStoreError) -> [String: String] {
+        guard url.isFileURL else {
+            throw FileStoreError(.io, path: url.absoluteString, "a file store needs a file URL, not \(url.absoluteString).")
+        }
+        let path = url.standardizedFileURL.path
+        let bytes: [UInt8] = try io(path, "reading the store's header") {
+            let file = try PosixFileSystem().openForReading(path)
+            defer { file.close() }
+            return try file.read(at: 0, count: FileStoreFormat.headerSize)
+        }
+        let header: FileStoreFormat.Header
+        do {
+            header = try bytes.withUnsafeBytes { try FileStoreFormat.readHeader($0, path: path) }
+        } catch let error as FileStoreError {
+            throw error
+        } catch {
+            throw FileStoreError(.io, path: path, "reading the store's header failed: \(error)")
+        }
+        return [
+            NSStoreTypeKey: NSFileStoreType,
+            NSStoreUUIDKey: header.storeID,
+            PersistenceKitModelLayoutHashKey: NSManagedObjectModel.hex(header.modelHash),
+        ]
+    }
+}

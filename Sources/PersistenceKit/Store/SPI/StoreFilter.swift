@@ -1,0 +1,70 @@
+import Foundation
+
+/// A simple filter a store can apply while scanning: every condition must hold.
+public struct StoreFilter: Sendable, Hashable {
+    /// A comparison of one property with a constant.
+    public struct Condition: Sendable, Hashable {
+        /// The comparison.
+        public enum Operator: Sendable, Hashable {
+            /// `==`, `!=`, `<`, `<=`, `>`, `>=` (value compared with the constant, as
+            /// ``StoreValue/compare(_:_:)`` orders them).
+            case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+
+            /// Whether a value that compares to the constant as `c` passes this comparison.
+            @inline(__always)
+            func holds(_ c: ComparisonResult) -> Bool {
+                switch self {
+                case .equal: return c == .orderedSame
+                case .notEqual: return c != .orderedSame
+                case .less: return c == .orderedAscending
+                case .lessOrEqual: return c != .orderedDescending
+                case .greater: return c == .orderedDescending
+                case .greaterOrEqual: return c != .orderedAscending
+                }
+            }
+        }
+        /// The property's index in its entity.
+        public var property: Int
+        /// The comparison.
+        public var op: Operator
+        /// The constant compared with (order as in ``StoreValue/compare(_:_:)``).
+        public var value: StoreValue
+
+        /// Creates a condition.
+        public init(property: Int, _ op: Operator, _ value: StoreValue) {
+            self.property = property
+            self.op = op
+            self.value = value
+        }
+
+        /// Whether `row` satisfies the condition.
+        public func matches(_ row: StoreRow) -> Bool {
+            matches(value: row.value(at: property))
+        }
+
+        /// Whether a value of the condition's property satisfies it.
+        public func matches(value v: StoreValue) -> Bool {
+            // NaN is unordered: only "not equal" holds, as for Swift's own comparisons.
+            // (Found in review: NaN compared as equal to everything in store filters.)
+            if v.isNaN || value.isNaN { return op == .notEqual }
+            return holds(StoreValue.compare(v, value))
+        }
+
+        /// Whether the condition holds for a value that compares to the constant as `c`.
+        @inline(__always)
+        func holds(_ c: ComparisonResult) -> Bool { op.holds(c) }
+    }
+
+    /// The conditions, all of which must hold.
+    public var conditions: [Condition]
+
+    /// Creates a filter from conditions.
+    public init(_ conditions: [Condition]) {
+        self.conditions = conditions
+    }
+
+    /// Whether `row` satisfies every condition.
+    public func matches(_ row: StoreRow) -> Bool {
+        conditions.allSatisfy { $0.matches(row) }
+    }
+}
