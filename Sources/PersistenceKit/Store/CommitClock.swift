@@ -10,8 +10,8 @@ import Synchronization
 /// unrelated store only costs those version checks.
 ///
 /// The tick comes after the commit has changed its rows: a reader that sees it then reads
-/// the new rows. (Found in review: ticked before, a fetch could read the new reading and
-/// then the old rows, which no later check questioned.)
+/// the new rows. Ticked before, a fetch could read the new reading and then the old rows,
+/// which no later check would question.
 enum CommitClock {
     private static let ticks = Atomic<UInt64>(0)
 

@@ -15,9 +15,9 @@ import Foundation
 /// (owning ends keep it under a "no action" rule, as foreign keys do).
 /// With this, no commit can leave a link between two rows on one side only, whatever the
 /// contexts send.
-/// (Regression history: the randomized conflict run found one-sided links a dozen times,
-/// each fixed in the contexts; seeds 21013 and 39217 of 1–40000 still produced one until
-/// the store kept the ends itself.)
+/// Contexts alone cannot promise this: with links kept only by the contexts, the
+/// randomized conflict test still leaves a one-sided link (seeds 21013 and 39217 of
+/// 1–40000), so the store keeps the ends itself.
 struct LinkKeeper: Sendable {
     /// One relationship with an inverse, as the commit needs it.
     struct End: Sendable {
@@ -157,9 +157,8 @@ struct LinkKeeper: Sendable {
         // A deleted row leaves every row that links to it. Under a "no action" rule an
         // owning end elsewhere keeps pointing at it, as a foreign key does in Core Data's SQL
         // store (the model asked for that); a derived end always lets go, as a list a SQL
-        // store computes from the foreign keys would. (Found in review: a derived end that
-        // kept a row deleted under "no action" could never be emptied, since derived ends
-        // are the store's to keep.) A row that cannot be read is deleted all the same:
+        // store computes from the foreign keys would. A derived end that kept a row deleted under
+        // "no action" could never be emptied, since derived ends are the store's to keep. A row that cannot be read is deleted all the same:
         // deleting is how a damaged row is got rid of.
         for d in transaction.deletes {
             guard let entityEnds = ends(d.id.entity), let old = try? storedRow(d.id) else { continue }
@@ -171,10 +170,9 @@ struct LinkKeeper: Sendable {
 
         // A derived to-one (one end of a one-to-one) holds one owner: when several owning
         // ends claim it, or a new one claims it from its stored owner, the one kept is the
-        // highest row, and the others let go of it. (Found in review: the previous owner, or
-        // a second claimant in the same transaction, kept pointing at it, one-sided.) The
-        // same holds for a to-one that is its own inverse (a spouse), whose ends both own
-        // (found in a second review).
+        // highest row, and the others let go of it; otherwise the previous owner, or a
+        // second claimant in the same transaction, keeps pointing at it, one-sided. The same
+        // holds for a to-one that is its own inverse (a spouse), whose ends both own.
         for (target, patch) in patches.sorted(by: { ($0.key.row, $0.key.property) < ($1.key.row, $1.key.property) })
         where !patch.adds.isEmpty {
             guard let end = ends(target.row.entity)?.first(where: { $0.property == target.property }), !end.isToMany,
@@ -235,8 +233,8 @@ struct LinkKeeper: Sendable {
         // Rows outside the transaction whose ends change are written too. A link an owning
         // end written here makes to a row that is gone (deleted by this transaction, or
         // missing) is taken off that owning end: the store keeps no new link to nothing.
-        // (Found in review: a book updated onto a shelf deleted in the same commit was
-        // stored pointing at the missing row.) Under "no action" on the deleted row's side
+        // Without this, a book updated onto a shelf deleted in the same commit is stored
+        // pointing at the missing row. Under "no action" on the deleted row's side
         // the link stays, as its delete rule asks.
         var extra: [StoreRowID: StoreRow] = [:]
         var toNowhere: [StoreRowID: [(property: Int, target: StoreRowID)]] = [:]

@@ -50,8 +50,8 @@ extension NSPersistentStoreCoordinator {
     /// The added store whose URL is `url`, or `nil`. File URLs are compared with symbolic
     /// links resolved, as the file store identifies its file: a coordinator that opened a
     /// store already open in this process shares that store object, whose ``PersistentStore/url``
-    /// is the first opener's spelling. (Found in review: a store added through a symlinked
-    /// folder was not found by the URL it was added with.)
+    /// is the first opener's spelling. Compared as spelled, a store added through a
+    /// symlinked folder would not be found by the URL it was added with.
     public func persistentStore(for url: URL) -> NSPersistentStore? {
         func key(_ u: URL) -> URL { u.isFileURL ? u.standardizedFileURL.resolvingSymlinksInPath() : u }
         let wanted = key(url)

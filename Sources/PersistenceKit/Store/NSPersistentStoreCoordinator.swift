@@ -32,7 +32,8 @@ public final class NSPersistentStoreCoordinator: Sendable {
             guard let url else {
                 throw CoreDataError(.persistentStoreOpen, "a file store needs a URL; set the description's url.")
             }
-            // (Found in review: the path of any URL was used, so https://host/a.store wrote /a.store.)
+            // Only a file URL names a file: taking the path of any URL, https://host/a.store
+            // would write /a.store.
             guard url.isFileURL else {
                 throw CoreDataError(
                     .persistentStoreOpen,
@@ -51,8 +52,8 @@ public final class NSPersistentStoreCoordinator: Sendable {
             }
             // `/dev/null` is Core Data's idiom for a throwaway store (Xcode's template uses it
             // for previews and tests): an empty store whose saves go nowhere. An in-memory
-            // store is exactly that. (Found in a compatibility review: it was opened as a
-            // file, and the empty "file" was reported as a truncated header.)
+            // store is exactly that. Opened as a file, the empty "file" is reported as a
+            // truncated header.
             if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url) }
             // FileStoreError passes through unwrapped: it names the file, offset and cause.
             return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))

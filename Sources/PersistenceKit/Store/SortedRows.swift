@@ -55,7 +55,7 @@ extension Array where Element == StoreRowID {
     /// Adds `adds` to this ascending list and takes `removes` out (an add wins): a few
     /// changes in place by binary search, many merged in one pass. A shelf of 100,000 books
     /// gaining one must not be hashed and sorted whole; one losing 80,000 must not move its
-    /// tail 80,000 times (found in review).
+    /// tail 80,000 times, as removing one at a time would.
     mutating func apply(adding adds: [StoreRowID], removing removes: [StoreRowID]) {
         if adds.count + removes.count > 16 {
             self = merging(adding: adds, removing: removes)

@@ -106,8 +106,8 @@ struct DerivedEnds {
     /// Builds the lists from the owning columns of every row in `tables`.
     ///
     /// A row whose owning value does not decode (a damaged file) links to nothing here:
-    /// reading that row reports the damage, but the rows around it stay readable. (Found in
-    /// review: one such row made every read of a shelf, book or author fail.) Deleting or
+    /// reading that row reports the damage, but the rows around it stay readable (failing
+    /// the build would fail every read of the entities it links, for one row). Deleting or
     /// rewriting it later is consistent with that, as its old value reads as nothing there
     /// too (`FileStore.storedValue`).
     mutating func build(
@@ -119,7 +119,8 @@ struct DerivedEnds {
                 guard let table = tables[end.source] else { continue }
                 // Rows come in ascending key order, so every list is built sorted; a row that
                 // names one target twice (the store API accepts such a list) is listed once,
-                // as `follow` lists it. (Found in review: it read back twice after a reopen.)
+                // as `follow` lists it (listed twice here, it would read back twice after a
+                // reopen).
                 var cursor = table.rows.makeCursor()
                 while let (pk, ref) = cursor.next() {
                     guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, path: path) else { continue }
@@ -156,8 +157,8 @@ struct DerivedEnds {
     }
 
     /// Applies the changes `follow` noted, each list's together (see `Array.apply(adding:
-    /// removing:)`). (Found in review: one at a time, a save that took 80,000 books off a
-    /// shelf of 160,000 moved the list's tail 80,000 times.)
+    /// removing:)`). One at a time, a save that takes 80,000 books off a shelf of 160,000
+    /// would move the list's tail 80,000 times.
     mutating func applyPending() {
         guard !pending.isEmpty else { return }
         for (target, change) in pending {

@@ -11,8 +11,8 @@ extension FileStore {
             try prepare(&s)
             try checkEntity(entity, "allocating primary keys")
             let n = Int64(max(count, 1))
-            // Keys past the format's range would be written and then refused by every open
-            // (found in review); refused here instead, before any is handed out.
+            // Keys past the format's range would be written and then refused by every open;
+            // refused here instead, before any is handed out.
             let next = s.tables[entity]?.nextKey ?? 1
             guard n <= Self.maxPrimaryKey - next else {
                 throw FileStoreError(
@@ -31,8 +31,8 @@ extension FileStore {
 
     /// See ``PersistentStore``. Appends a transaction record that carries the entities' next
     /// keys and no rows (the format's transaction payload starts with them), synced like a
-    /// save. (Found in review: keys that `obtainPermanentIDs(for:)` handed out lived only in
-    /// memory, so after a reopen a new object could get the ID an unsaved one had had.)
+    /// save. Kept only in memory, keys that `obtainPermanentIDs(for:)` handed out would be
+    /// handed out again after a reopen, giving a new object the ID an unsaved one had had.
     public func recordAllocatedKeys(entities: [Int32]) throws {
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
@@ -56,7 +56,7 @@ extension FileStore {
 
     /// Refuses rows the format cannot hold — an entity index the model does not have, a
     /// primary key outside 1..<2⁶², a version past the range the reader accepts — before
-    /// anything is written. (Found in review: written, they made every later open fail.)
+    /// anything is written. Written, they would make every later open fail.
     private func checkLimits(of transaction: StoreTransaction) throws(FileStoreError) {
         let entityCount = model.entities.count
         func check(_ id: StoreRowID, version: Int64) throws(FileStoreError) {
@@ -74,8 +74,8 @@ extension FileStore {
                         + "holds. Nothing of the save was written.")
             }
         }
-        // The format counts a row's values in 16 bits (a longer row trapped in encoding;
-        // found in review). A context's rows hold one value per property.
+        // The format counts a row's values in 16 bits (unchecked, a longer row traps in
+        // encoding). A context's rows hold one value per property.
         func checkValues(_ row: StoreRow) throws(FileStoreError) {
             guard row.values.count <= Int(UInt16.max) else {
                 throw FileStoreError(
@@ -104,8 +104,8 @@ extension FileStore {
     }
 
     /// Refuses a record whose payload is past the format's limit (its length field and the
-    /// reader allow 2³¹ − 1 bytes). (Found in review: a larger save was acknowledged and then
-    /// refused as damage by the next open, or cut off by recovery.)
+    /// reader allow 2³¹ − 1 bytes). Unchecked, a larger save is acknowledged and then refused
+    /// as damage by the next open, or cut off by recovery.
     func checkPayload(_ bytes: Int, _ what: String) throws(FileStoreError) {
         guard bytes <= FileStoreFormat.maxPayload else {
             throw FileStoreError(
@@ -284,7 +284,7 @@ extension FileStore {
             s.derived.applyPending()
             // A save that leaves the file over twice its live data (deleting or rewriting most
             // rows) is followed by a compaction now, not before the next save, which may never
-            // come. (Found in review: the file stayed far past the bound.) Best effort: the
+            // come; left to the next save, the file can stay far past the bound. Best effort: the
             // save is on disk either way, and a compaction that fails leaves the store on its
             // old file.
             try? compactIfNeeded(&s)
@@ -338,12 +338,11 @@ extension FileStore {
             // The record may be in the file whole (a failed fsync leaves it there): it must
             // never be read as committed. Cut it off, or if that fails overwrite its marker,
             // and sync what was done; if neither works the store object stops, as nothing
-            // it writes after could be trusted. (Found in review: a failed cut left the
-            // record to the next write, and a crash before that committed the save that had
-            // thrown.)
+            // it writes after could be trusted. A failed cut must not leave the record to the
+            // next write: a crash before that write would commit the save that had thrown.
             let cut = (try? file.truncate(to: offset)) != nil
             // Undone only once the cut or the overwrite is synced: unsynced, a crash could
-            // bring the record back. (Found in review: the sync's failure was ignored.)
+            // bring the record back, so the sync's failure counts as the cut's.
             let unmarked = (cut || (try? file.write([0, 0, 0, 0], at: offset)) != nil) && (try? file.sync()) != nil
             s.dirtyTail = !cut
             if !unmarked {

@@ -59,9 +59,9 @@ extension FileStore {
                     w.i64(ref.version)
                     let range = ref.offset..<(ref.offset + ref.length)
                     // A row that does not decode is copied as it is: its damage stays where a
-                    // read of it reports it, and every other save goes on. (Found in review:
-                    // it failed the compaction, and so every save once one was due, the
-                    // deletion of that row included.)
+                    // read of it reports it, and every other save goes on. Failing the
+                    // compaction on it would fail every save once one was due, the deletion
+                    // of that row included.
                     if strips {
                         var r = ByteReader(buf, range: range, path: path)
                         if let decoded = try? FileStoreFormat.decodeValues(&r) {
@@ -114,8 +114,8 @@ extension FileStore {
             if s.syncedPrefixOnDisk, let lock = s.lock {
                 // The old file's unsynced appends are synced first: the rename may fail, or
                 // be lost by a power cut before the folder is synced, and the old file then
-                // carries on without the offset that marked them. (Found in review: a torn
-                // record there made the file refuse to open.)
+                // carries on without the offset that marked them: a torn record there would
+                // make the file refuse to open.
                 try Self.io(path, "compacting (syncing the old file)") { try s.file?.sync() }
                 try Self.io(path, "compacting (clearing the lock file)") { try Self.clearSyncedPrefix(in: lock.file) }
                 s.syncedPrefixOnDisk = false
@@ -134,8 +134,8 @@ extension FileStore {
         // the old and the new file hold exactly the live rows. If the folder sync fails, the
         // rename may not be on disk: the store carries on with the new file, reports the
         // error, and syncs the folder before it acknowledges another save (see
-        // `State.folderUnsynced`). (Found in review: later saves were acknowledged while
-        // the rename might still be lost.)
+        // `State.folderUnsynced`); otherwise later saves would be acknowledged while the
+        // rename might still be lost.
         var folderSyncError: FileStoreError?
         do {
             try Self.io(path, "compacting (syncing the folder)") { try fs.syncDirectory(directory) }

@@ -8,8 +8,8 @@ struct AttributeIndex {
 
     /// The key a value is indexed under. A URL with a base is keyed by its absolute form:
     /// the file holds and compares URIs by their absolute string, but `URL`'s `==` tells a
-    /// relative URL from the same address spelled absolutely. (Found in review: an index
-    /// built by a save missed a relative URL that the index rebuilt after a reopen found.)
+    /// relative URL from the same address spelled absolutely. Keyed as given, an index built
+    /// by a save misses a relative URL that the index rebuilt after a reopen finds.
     static func key(_ value: StoreValue) -> StoreValue {
         if case let .uri(u) = value, u.baseURL != nil, let absolute = URL(string: u.absoluteString) { return .uri(absolute) }
         return value

@@ -68,8 +68,8 @@ extension FileStore {
             let derived = s.derived
             let layout = derivedLayout
             // Conditions on a derived to-many column are checked on the filled-in list: the
-            // encoded row holds null there (or, before version 3, a list the store ignores).
-            // (Found in review: they were checked against the stored null.)
+            // encoded row holds null there (or, before version 3, a list the store ignores),
+            // and a condition checked against that would judge the null, not the list.
             let (encoded, onLists) = splitDerivedConditions(filter, entity: entity)
             try forEachMatch(entity: entity, filter: encoded, in: &s, reserve: { result.reserveCapacity($0) }) { pk, ref, r throws(FileStoreError) in
                 let id = StoreRowID(entity: entity, primaryKey: pk)
@@ -211,7 +211,7 @@ extension FileStore {
                         }
                     } catch {
                         // A damaged value stopped the build: drop what was built, or the next
-                        // attempt would add every row again beside it (found in review).
+                        // attempt would add every row again beside it.
                         table.indexes = ColumnIndexes()
                         throw error
                     }

@@ -33,8 +33,8 @@ extension FileStore {
         let lock = StoreLock(claim: key, file: lockFile)
         /// Gives up the lock after a failed open. A lock file this open created goes too:
         /// left behind, it would make the next open treat the file as crashed and "recover"
-        /// (cut) it instead of reporting the same damage. (Regression: a second open of a
-        /// damaged store used to truncate it.)
+        /// (cut) it instead of reporting the same damage: a second open of a damaged store
+        /// would truncate it.
         func abandonLock() {
             if !crashed { try? fs.remove(lockPath) }
             lock.release()
@@ -58,11 +58,11 @@ extension FileStore {
             // No save is acknowledged before the folder is synced once in this session (see
             // `State.folderUnsynced`): for a `-lock` this open created, and after a crash for
             // the crashed session's `-lock` or compaction rename, which it may never have
-            // synced. (Found in review: only new `-lock` files were covered.)
+            // synced; covering only a `-lock` this open created would leave those at risk.
             state.folderUnsynced = true
             // After a crash the close record the file ends with may not be synced: closing
             // must write and sync one before it removes -lock, so only a strict open may
-            // skip that. (Found in review: a recovered store closed without a sync.)
+            // skip that; otherwise a recovered store closes without a sync.
             if crashed || created { state.endsCleanly = false }
             if let cut {
                 try io(path, "cutting off an unfinished record") {
@@ -76,17 +76,16 @@ extension FileStore {
             if unsyncedFrom != nil {
                 // With nothing cut, the crashed session's appends may still be in the page
                 // cache only: synced before the offset that marked them unsynced goes, or a
-                // power cut now could tear them where recovery no longer expects it. (Found
-                // in review: the clear came first, and a torn record made the file refuse
-                // to open.)
+                // power cut now could tear them where recovery no longer expects it. Cleared
+                // first, a torn record there makes the file refuse to open.
                 if cut == nil { try io(path, "syncing the recovered file") { try file.sync() } }
                 try io(path, "clearing the lock file") { try clearSyncedPrefix(in: lockFile) }
             }
             return Opened(storeID: storeID, state: state)
         } catch {
             // A file this open created goes too: left as a header alone, without the close
-            // record a clean close writes, every later open refused it as truncated. (Found
-            // in review: a failed folder sync or open after creating it did that.)
+            // record a clean close writes, every later open would refuse it as truncated (as
+            // after a failed folder sync or open that follows creating it).
             if !existed {
                 try? fs.remove(path)
                 try? fs.remove(path + "-new")
@@ -112,7 +111,7 @@ extension FileStore {
             } catch {
                 // A `-lock` this call created goes again (if the path still names it): left
                 // behind, it would make the next open treat the file as crashed and "recover"
-                // damage it should report. (Found in review.)
+                // damage it should report.
                 let created = !crashed ? lockFile.identity() : nil
                 lockFile.close()
                 if let created, fs.identity(ofPath: lockPath) == created { try? fs.remove(lockPath) }
@@ -270,8 +269,8 @@ extension FileStore {
                 let total = FileStoreFormat.recordOverhead + length
                 guard length <= FileStoreFormat.maxPayload, total <= remaining else {
                     // Only the last record can be unfinished: a length that runs past the end
-                    // with an intact record after it is damage, reported, never cut. (Found in
-                    // review: recovery cut every save after a damaged length.)
+                    // with an intact record after it is damage, reported, never cut; taken for
+                    // an unfinished record, it would cut every save after the damaged length.
                     if !unsynced && intactRecordFollows(buf, after: offset, version: version) {
                         throw FileStoreError(
                             .corrupt, path: path, offset: offset,
@@ -293,7 +292,7 @@ extension FileStore {
                 }
                 let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
                 // Far below any count of saves, and room for the next number: a larger one is
-                // damage (a checksum-valid one crashed the next save's `+ 1`; found in review).
+                // damage (a checksum-valid one would crash the next save's `+ 1`).
                 guard sequence < Self.maxSequence else {
                     if unsynced { return offset }
                     throw FileStoreError(
@@ -302,7 +301,6 @@ extension FileStore {
                 // Each transaction record takes the next number; checkpoint and close records
                 // repeat the last one. A gap means a whole record is missing (or out of place):
                 // its checksum cannot show that, and the rows it held would be lost silently.
-                // (Found in review.)
                 if let last = lastSequence {
                     let expected = kind == .transaction ? last &+ 1 : last
                     guard sequence == expected else {

@@ -76,8 +76,8 @@ enum FileStoreFormat {
         let version = try r.u32()
         // The checksum first: every format version keeps the version at byte 8 and the
         // header's checksum at byte 60, so a mismatch is damage whatever the version says.
-        // (Found in review: checked after the version, one flipped bit there was reported as
-        // a file from a newer PersistenceKit.)
+        // Checked after the version, one flipped bit there would be reported as a file from
+        // a newer PersistenceKit.
         let storedCRC = buf.loadUnaligned(fromByteOffset: 60, as: UInt32.self).littleEndian
         guard storedCRC == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buf[0..<60])) else {
             throw FileStoreError(.corrupt, path: path, offset: 60, "the header checksum does not match: the header is damaged.")

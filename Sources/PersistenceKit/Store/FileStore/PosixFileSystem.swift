@@ -23,7 +23,7 @@ public struct PosixFileSystem: StoreFileSystem {
     }
 
     /// Opens `path` for reading only: reading a store's header must not need permission to
-    /// write the file (found in review: metadata of a read-only store failed to open).
+    /// write the file (opened read-write, the metadata of a read-only store cannot be read).
     /// Non-blocking, so that a path naming a FIFO fails the header check instead of waiting
     /// for a writer (no effect on regular files).
     func openForReading(_ path: String) throws -> any StoreFile {
@@ -170,8 +170,8 @@ final class PosixFile: StoreFile {
     /// A POSIX record lock (`fcntl(F_SETLK)`) on the whole file, not `flock`: a `flock` lock
     /// belongs to the open file description, which every child process forked while the
     /// store is open shares until it execs, so a store closed and opened again during a
-    /// `Process.run()` on another thread found its own lock still held (seen in CI as a
-    /// spurious `lockedByAnotherProcess`). Record locks belong to the process and are not
+    /// `Process.run()` on another thread would find its own lock still held (a spurious
+    /// `lockedByAnotherProcess`). Record locks belong to the process and are not
     /// inherited. They do not exclude within the process, and closing any descriptor of
     /// the file drops them: ``StoreLock`` covers both.
     func tryLock() throws -> Bool {

@@ -42,9 +42,9 @@ struct RowTable {
     private mutating func updateValueSlowPath(_ ref: FileStore.RowRef, forKey pk: Int64) -> FileStore.RowRef? {
         if pk >= 0 && pk < denseLimit {
             // Growing moves an overflow entry for `pk`, if there is one, into the array: this
-            // is then an update, not an insert. (Found in review: a key far above the live rows,
-            // updated after the table grew past it, was counted twice and its old index
-            // entries were never removed.)
+            // is then an update, not an insert. Taken for an insert, a key far above the live
+            // rows, updated after the table grew past it, is counted twice and its old index
+            // entries are never removed.
             grow(toCover: pk)
             let old = dense[Int(pk)]
             dense[Int(pk)] = ref

@@ -12,9 +12,9 @@ import Foundation
 /// same store meanwhile waits — it can only be a store being torn down (a live open store
 /// is shared through `FileStore.open`'s table, under the same key), and its close is short.
 ///
-/// (Found in review: a store freed on one thread while another thread opened the same path
-/// let the new store read the file while the old one still wrote its close record, then
-/// lost its lock when the old one closed its descriptor.)
+/// Without the claim, a store freed on one thread while another thread opens the same path
+/// lets the new store read the file while the old one still writes its close record; the
+/// new store then loses its lock when the old one closes its descriptor.
 ///
 /// Invariants: a key is claimed by at most one store object at a time; its `-lock`
 /// descriptor is closed before the claim ends.

@@ -45,7 +45,8 @@ public struct StoreFilter: Sendable, Hashable {
         /// Whether a value of the condition's property satisfies it.
         public func matches(value v: StoreValue) -> Bool {
             // NaN is unordered: only "not equal" holds, as for Swift's own comparisons.
-            // (Found in review: NaN compared as equal to everything in store filters.)
+            // `compare` places NaN before every number (for sorting); left to it, a store
+            // filter would match NaN with `<` and `<=`, unlike the same predicate in memory.
             if v.isNaN || value.isNaN { return op == .notEqual }
             return holds(StoreValue.compare(v, value))
         }
