@@ -51,7 +51,7 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
     /// context seen from off the main queue, `nil` (unknown), so that a trapping isolation
     /// check asks ``checkIsolated()``, which looks again (main-actor code inside another
     /// queue's `sync` holds the main queue where the quick check cannot see it). A definite
-    /// `false` made the runtime trap without asking. (Found in review.)
+    /// `false` would make the runtime trap without asking.
     public func isIsolatingCurrentContext() -> Bool? {
         if context.isExecutingOnQueue { return true }
         return context.concurrencyType == .mainQueueConcurrencyType ? nil : false

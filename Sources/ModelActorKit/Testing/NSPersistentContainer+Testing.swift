@@ -48,8 +48,8 @@ extension NSPersistentContainer {
                 // Stale files go through the store's own lock: a store another process has
                 // open under this name (an exit test's child shares its test's `#function`;
                 // two runs may share the folder) is left alone, and the next number tried.
-                // (Found in review: removing the files directly replaced a live store of
-                // another process, which went on saving into an unlinked file.)
+                // Removing the files directly would replace a live store of another process,
+                // which would go on saving into an unlinked file.
                 do throws(FileStoreError) {
                     try FileStore.destroy(at: storeURL)
                     break
@@ -117,8 +117,8 @@ extension NSPersistentContainer {
 
 /// A test store's owners, held weakly: the name stays taken while either lives. A context
 /// outliving its container keeps the coordinator, and with it the open store; reusing the
-/// name then removed the files under it and handed the next test the old store, rows and
-/// all. (Found in review.)
+/// name then would remove the files under it and hand the next test the old store, rows
+/// and all.
 /// The stores count too: a store kept by the caller stays open, and `FileStore.open` hands
 /// that open store (old rows included) to the next opener of its path.
 private struct WeakTestContainer {

@@ -4,8 +4,8 @@ import Synchronization
 // (a serial queue used as a lock) or `DispatchQueue.global().sync { … }` run the block on the
 // calling thread while the main actor's job waits for it, so the main queue is still held.
 // `ContextQueue.isOnMainQueue` cannot see that on Linux: the queue-specific value it reads is
-// looked up along the current queue's targets only. (Regression: the view context's queue
-// checks trapped there.) Asked only before a trap: see `ContextQueue.sync` for why not before
+// looked up along the current queue's targets only, so without this the view context's
+// queue checks trap there. Asked only before a trap: see `ContextQueue.sync` for why not before
 // `DispatchQueue.main.sync`.
 extension ContextQueue {
     /// For the main queue: whether the runtime says the main actor is the current executor
@@ -30,7 +30,7 @@ extension ContextQueue {
         let flag = RanOnTheSpot(caller: currentThreadID())
         // The operation counts only on the caller's thread: when it was enqueued instead, the
         // main queue may run it on another thread before `immediate` has even returned.
-        // (Found by the test suite: the flag alone read yes from a background task.)
+        // Without the thread check, the flag alone reads yes from a background task.
         Task.immediate { @MainActor in
             if currentThreadID() == flag.caller { flag.value.store(true, ordering: .relaxed) }
         }

@@ -77,9 +77,9 @@ final class ContextQueue: Sendable {
     /// Set when the context records a change it has not processed yet: after an actor's job
     /// the queue then runs the context's hook (see `setAfterJobOnce`), as a `perform` block
     /// processes pending changes when it ends. A hint, cleared when the context processes
-    /// its changes; a relaxed atomic, written and read by the queue's owner. (Found in
-    /// review: actor jobs never processed pending changes, so an actor method's inserts
-    /// and deletes went unannounced, and delete rules waited, until the next save or fetch.)
+    /// its changes; a relaxed atomic, written and read by the queue's owner. Without it,
+    /// actor jobs never process pending changes, so an actor method's inserts and deletes
+    /// go unannounced, and delete rules wait, until the next save or fetch.
     let changesPending = Atomic<Bool>(false)
     /// Main queue only: a block that processes the context's pending changes is enqueued on
     /// the main queue and has not started. At most one is outstanding, so a program that
@@ -140,8 +140,8 @@ final class ContextQueue: Sendable {
     /// `Thread.isMainThread` alone is wrong on Linux: once `dispatchMain()` runs (as it does
     /// under async `main` and the test runner), the main thread exits and a Dispatch worker
     /// thread drains the main queue. A queue-specific value marks the main queue wherever it
-    /// runs. (Regression: checking only `Thread.isMainThread` made main-actor code look
-    /// off-queue and deadlocked `performAndWait` through `DispatchQueue.main.sync`.)
+    /// runs. Checking only `Thread.isMainThread` makes main-actor code look off-queue and
+    /// deadlocks `performAndWait` through `DispatchQueue.main.sync`.
     static var isOnMainQueue: Bool {
         Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) != nil
     }
@@ -276,15 +276,15 @@ final class ContextQueue: Sendable {
     /// waiting too — model-actor methods or async code calling `performAndWait` on a busy
     /// context. The work ahead of this caller then waits for a drain that Dispatch has no
     /// thread for, and Dispatch adds threads only about every half second: six callers on
-    /// Dispatch's threads behind a queued `perform` block waited 5 s (session 24; 11 ms with
+    /// Dispatch's threads behind a queued `perform` block waited 5 s (measured; 11 ms with
     /// this). So a caller still waiting after `firstRescueGrace` takes the pending drain, if
     /// Dispatch has not started it, and runs it on a new thread. Not on its own thread: a
     /// waiter on the main thread would then run actor jobs there, and one inside another
     /// queue's job would hold two queues. The drain hands the queue to this caller when it
     /// reaches its turn, as a Dispatch-started one would. After a rescue the next check comes
     /// after `firstRescueGrace` again: a rescued drain still yields after `drainBatch` jobs
-    /// and hands the rest back to Dispatch. (Found in review: with the checks left at 16 ms,
-    /// a caller behind 10,000 blocks waited 1.3 s.)
+    /// and hands the rest back to Dispatch. (Measured: with the checks left at 16 ms after a
+    /// rescue, a caller behind 10,000 blocks waited 1.3 s.)
     private func waitForTurn(_ handoff: Handoff) {
         var grace = Self.firstRescueGrace
         var mayRescue = true
@@ -308,8 +308,8 @@ final class ContextQueue: Sendable {
     /// made, hands it back to Dispatch with a new ticket and returns false.
     ///
     /// `pthread_create`, not `Thread.detachNewThread`: on Linux Foundation drops a failed
-    /// thread creation silently, and the drain, its ticket already taken, was lost, so the
-    /// queue hung for good. (Found in review, with the address space capped.)
+    /// thread creation silently, and the drain, its ticket already taken, would be lost, so
+    /// the queue would hang for good (as it does with the address space capped).
     private func startDrainOnNewThread() -> Bool {
         #if DEBUG
         if failsToMakeThreads.load(ordering: .relaxed) {
@@ -348,10 +348,10 @@ final class ContextQueue: Sendable {
     /// Drains one global-pool thread runs in a row, per Dispatch work item, before it gives
     /// the thread back.
     ///
-    /// A count, not a time slice: a 1 ms slice was tried and dropped. A review measured other
-    /// work on the pool — a `DispatchQueue.global().async`, a third model actor's call, a
-    /// `Task.detached` start, `MainActor.run` — waiting 6–14x longer behind two to four
-    /// ping-ponging pairs of actors, while the pairs themselves got no measurably faster.
+    /// A count, not a time slice. Measured with a 1 ms slice: other work on the pool — a
+    /// `DispatchQueue.global().async`, a third model actor's call, a `Task.detached` start,
+    /// `MainActor.run` — waited 6–14x longer behind two to four ping-ponging pairs of
+    /// actors, while the pairs themselves got no measurably faster.
     private static let inlineDrainLimit = 64
 
     /// Drains `first`, then the queues its jobs left to this thread (see `DrainScope`), up to
@@ -407,9 +407,9 @@ final class ContextQueue: Sendable {
                 scope.pointee.runningJob = nil
                 // The hook runs user code (objects-did-change observers): the queues a hop
                 // left to this thread go to Dispatch first, or an observer that blocks (on
-                // the main queue, a lock) waits for anyone waiting for them. (Found in
-                // review: it deadlocked with main-actor code calling performAndWait on the
-                // queue the actor's job had hopped to.)
+                // the main queue, a lock) waits for anyone waiting for them, and deadlocks
+                // with main-actor code calling performAndWait on the queue the actor's job
+                // had hopped to.
                 if changesPending.load(ordering: .relaxed), !scope.pointee.deferred.isEmpty {
                     scope.pointee.flushDeferred()
                 }
@@ -441,9 +441,9 @@ final class ContextQueue: Sendable {
         case .idle: break
         case .drain: scheduleDrain()
         // Straight to the waiter, as `dispatch_sync` passes a queue from one waiter to the
-        // next. (Found in review: every pass went through a drain on Dispatch's global pool,
-        // and while its threads were blocked in `sync` calls — 32 actors waiting for one
-        // shared context — each pass waited for Dispatch to add a thread: 16 s.)
+        // next. Passed through a drain on Dispatch's global pool instead, while its threads
+        // are blocked in `sync` calls — 32 actors waiting for one shared context — each pass
+        // waits for Dispatch to add a thread (measured: 16 s in all).
         case let .handOff(h): h.semaphore.signal()
         }
     }

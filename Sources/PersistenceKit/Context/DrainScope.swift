@@ -13,7 +13,7 @@ import Darwin
 /// When an actor on one context queue awaits an actor on another, the Swift runtime suspends
 /// the caller's task and enqueues it on the callee's executor as the caller's job ends. The
 /// runtime's own actors take over the thread there ("switching"); a custom executor cannot,
-/// so each such hop used to cost a round trip through Dispatch's global queue and a thread
+/// so each such hop would cost a round trip through Dispatch's global queue and a thread
 /// wake-up (measured: two model actors ping-ponging took ~6x a plain actor's hop). Instead,
 /// the enqueue notes the callee's queue here, and once the caller's job has returned, the
 /// same thread drains the callee: no Dispatch round trip, and the caller's queue is released
@@ -50,12 +50,12 @@ struct DrainScope {
     /// running. A task enqueues itself on another executor only as it suspends (a hop) — it
     /// cannot run in two places — so its job is about to return to the drain loop.
     ///
-    /// Regressions, found in review and kept as tests (ActorHandoffTests):
-    /// - The first version deferred every enqueue made while no task was current, taking that
-    ///   for "the job is ending". It is not: a `Task.immediate` started inside the job, an
-    ///   isolated deinit (a job without a task) and the deinits run as a finished task is
-    ///   released all enqueue other jobs with no task current and then keep running — and a
-    ///   job that then waited for the work it had started waited for itself (deadlock).
+    /// Two simpler rules fail, each covered by a test (`ActorHandoffTests`):
+    /// - Deferring every enqueue made while no task is current, taking that for "the job is
+    ///   ending". It is not: a `Task.immediate` started inside the job, an isolated deinit (a
+    ///   job without a task) and the deinits run as a finished task is released all enqueue
+    ///   other jobs with no task current and then keep running — and a job that then waits
+    ///   for the work it has started waits for itself (deadlock).
     /// - Comparing addresses alone is not enough: the runtime frees an isolated-deinit job
     ///   before running its body, so a deinit job that the body enqueues can get the same
     ///   address. Hence the check that `job` is a task.

@@ -43,9 +43,9 @@ extension NSManagedObjectContext {
         if object.managedObjectContext === self {
             if object.flags.contains(.deleted), object.storedSnapshot == nil, inaccessibleObjects.remove(object) != nil {
                 // An inaccessible fault has no row to come back to: undoing its deletion makes
-                // it a fault again, as rollback() does (found in review: it stayed an object
-                // with empty values and no row, neither deleted nor saved — its edits failed
-                // validation or were announced as saved without being written).
+                // it a fault again, as rollback() does. Left as it is, it stays an object with
+                // empty values and no row, neither deleted nor saved: its edits fail validation
+                // or are announced as saved without being written.
                 object.flags.remove(.deleted)
                 deletedSet.remove(object)
                 pendingDeletes.removeAll { $0 === object }
@@ -129,8 +129,8 @@ extension NSManagedObjectContext {
         var object = object
         if object.isRowStandIn {
             // From a getter a fetch's predicate ran: the row's registered object, or the
-            // stand-in made that object (found in review: the stand-in itself was put in the
-            // deleted set, with no context).
+            // stand-in made that object; the stand-in itself, which has no context, must not
+            // go into the deleted set.
             if let registered = registeredByID[object.objectKey, object.entity] { object = registered } else { adopt(object) }
         }
         guard object.managedObjectContext === self else {
@@ -168,8 +168,8 @@ extension NSManagedObjectContext {
     /// Notes that a change waits for `processPendingChanges()`. A private queue processes
     /// it when the `perform` block or actor job ends; the main queue, like Core Data's at
     /// the end of a run-loop turn, on its next turn — also after main-actor code that
-    /// changed the view context outside any `perform` (found in review: such changes, and
-    /// refreshes, went unannounced until the next fetch or save).
+    /// changed the view context outside any `perform`, whose changes and refreshes would
+    /// otherwise go unannounced until the next fetch or save.
     @inline(__always)
     func noteChangesPending() {
         queue.changesPending.store(true, ordering: .relaxed)
@@ -220,8 +220,8 @@ extension NSManagedObjectContext {
         var info: [AnyHashable: Any] = [:]
         // Every member is a pending insertion, so equal counts mean equal sets.
         // With no new inserts, the set announced before still stands (the save checks its
-        // version): a processing for updates or refreshes alone made the next save of many
-        // inserts build the set again (found in review).
+        // version); dropped by a processing for updates or refreshes alone, it would make
+        // the next save of many inserts build the set again.
         announcedInsertions =
             !hadInserts ? previouslyAnnounced : inserted.count == insertions.count ? (insertions.version, inserted) : nil
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = inserted }
@@ -229,8 +229,8 @@ extension NSManagedObjectContext {
         if !changes.deleted.isEmpty { info[NSDeletedObjectsKey] = changes.deleted }
         if !changes.refreshed.isEmpty {
             // Only objects still here: a later reset or merged deletion took others away.
-            // Not those deleted since: they are announced as deleted only (found in review:
-            // a refreshed object deleted before the processing was listed as updated too).
+            // Not those deleted since: they are announced as deleted only (otherwise a
+            // refreshed object deleted before the processing is listed as updated too).
             addRefreshed(
                 changes.refreshed.subtracting(changes.deleted).filter {
                     $0.managedObjectContext === self && !$0.flags.contains(.invalidated)
@@ -260,9 +260,9 @@ extension NSManagedObjectContext {
     /// fault whose row is gone from the store (another coordinator deleted it, and this
     /// context has not merged that yet). Such a row has nothing left to delete or unlink:
     /// its deleter ran its delete rules and saved them with the deletion.
-    /// Found by the randomized conflict run (seeds 736, 1669, 1683, 2833): a cascade (run
-    /// again at a save, after a merge gave a pending deletion new targets) reached a book's
-    /// cover deleted by the other coordinator, and firing the fault trapped ("could not
+    /// Without this (the randomized conflict test, seeds 736, 1669, 1683, 2833), a cascade
+    /// (run again at a save, after a merge gave a pending deletion new targets) reaches a
+    /// book's cover deleted by the other coordinator, and firing the fault traps ("could not
     /// fulfill the fault"). The user did nothing wrong, and a rule cannot throw (pending
     /// changes are processed by fetches and at the end of perform blocks too), so the
     /// vanished target is skipped; the rest of the graph is handled as usual.
@@ -290,12 +290,12 @@ extension NSManagedObjectContext {
             switch r.deleteRule {
             case .nullifyDeleteRule:
                 for t in targets where deleteRuleReaches(t) {
-                    // Found by the randomized conflict run (seed 2221): an author changed
-                    // here (a book added) whose snapshot predates the same change saved by
-                    // another coordinator lost that book to this rule, equalled its old
-                    // snapshot again and was not saved, so its row kept listing the deleted
-                    // book. A changed target is brought up to date first (keeping its
-                    // changes), so that what the rule leaves is compared with its newest row.
+                    // A changed target is brought up to date first (keeping its changes), so
+                    // that what the rule leaves is compared with its newest row. Otherwise an
+                    // author changed here (a book added) whose snapshot predates the same
+                    // change saved by another coordinator loses that book to this rule, equals
+                    // its old snapshot again and is not saved, so its row keeps listing the
+                    // deleted book (the randomized conflict test, seed 2221).
                     // (An unchanged one is saved anyway, against the version it was read at.)
                     // Once per target and pass: the first call moves it onto its newest row.
                     if t.flags.contains(.updated), caughtUp.insert(ObjectIdentifier(t)).inserted { bringUpToDate(t) }
@@ -316,8 +316,8 @@ extension NSManagedObjectContext {
         if object.flags.contains(.inserted) {
             // Inserted then deleted before any save: the object simply goes away. It was
             // never in the store, so whatever the rule nothing may keep pointing at it.
-            // (Found in review: under deny or no action the saved objects kept it, the
-            // save dropped the link silently, and they showed as changed forever.)
+            // Otherwise, under deny or no action, the saved objects keep it, the save drops
+            // the link silently, and they show as changed forever.
             for case let r as NSRelationshipDescription in object.entity.properties
             where r.deleteRule == .denyDeleteRule || r.deleteRule == .noActionDeleteRule {
                 guard let inverse = r.inverseRelationship else { continue }
@@ -327,8 +327,8 @@ extension NSManagedObjectContext {
             insertions.remove(object)
             deletedSet.remove(object)
             // Observers told of the insert hear of the deletion too; an insert not yet
-            // announced simply never happened. (Found in review: an announced insert
-            // deleted before a save was never announced as gone.)
+            // announced simply never happened. Without the first half, an announced insert
+            // deleted before a save is never announced as gone.
             if !object.flags.contains(.insertAnnounced) { unprocessed.deleted.remove(object) }
             unregister(object)
             // Detached, not invalidated: as in Core Data it keeps its values and can still

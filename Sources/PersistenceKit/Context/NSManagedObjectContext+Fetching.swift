@@ -67,9 +67,9 @@ extension NSManagedObjectContext {
         guard let first = objects.first else { return [] }
         let cls = type(of: first)
         // `T.self is NSManagedObject.Type` holds only for NSManagedObject and its subclasses.
-        // Regression: `T.self is AnyObject.Type` also holds for a class-bound protocol type
+        // Not `T.self is AnyObject.Type`: that also holds for a class-bound protocol type
         // such as `any NSFetchRequestResult`, whose elements are two words wide — the
-        // reinterpreted array then read past its elements and corrupted memory.
+        // reinterpreted array would read past its elements and corrupt memory.
         if T.self is NSManagedObject.Type, cls is T.Type, objects.allSatisfy({ type(of: $0) == cls }) {
             // Safe: T is NSManagedObject or a subclass of it, and every element is an
             // instance of `cls`, a subclass of T. An array of class references has one layout
@@ -137,8 +137,8 @@ extension NSManagedObjectContext {
                 } else {
                     // Fired by the predicate or sort (awakeFromFetch() ran): turned back with
                     // the fault hooks, so each awakeFromFetch() is paired with a
-                    // didTurnIntoFault() as elsewhere. (Found in review: the flag alone made
-                    // the next touch run awakeFromFetch() a second time with none between.)
+                    // didTurnIntoFault() as elsewhere; the flag alone makes the next touch run
+                    // awakeFromFetch() a second time with none between.
                     o.turnIntoFault(keepingSnapshot: false)
                 }
             }
@@ -165,10 +165,10 @@ extension NSManagedObjectContext {
     /// request sorts or takes a window — or always with `defersEveryRow`. A stand-in is a
     /// detached fault holding its row, in no context: the predicate and sort read it, and
     /// it becomes a registered object only if it is among the results, as Core Data
-    /// registers only what a fetch returns. (Found in a review against Core Data: a sort, a
-    /// window or a predicate run in memory registered and loaded an object for every row of
-    /// the entity, ran `awakeFromFetch()` on rows that did not match, and the context kept
-    /// them all.)
+    /// registers only what a fetch returns. Without stand-ins, a sort, a window or a
+    /// predicate run in memory would register and load an object for every row of the
+    /// entity, run `awakeFromFetch()` on rows that do not match, and the context would keep
+    /// them all.
     private func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
         -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>, holdsStandIns: Bool)
     {
@@ -189,8 +189,8 @@ extension NSManagedObjectContext {
         if !defersRows { registeredByID.reserveCapacity(registeredByID.count + rows.count) }
         // Registered objects whose values are older than the row just read (another context
         // saved and this one has not merged): the predicate and the sort judge the row, as
-        // the store's WHERE and ORDER BY do. (Found in review: the sort, and so a limit, used
-        // the older in-memory values while the predicate used the row.)
+        // the store's WHERE and ORDER BY do; otherwise the sort, and so a limit, would use
+        // the older in-memory values while the predicate used the row.
         var newerRows: [ObjectIdentifier: StoreRow] = [:]
         let judgesByRows = requestFilter != nil || !request.sortRules.isEmpty
         var faultsAtStart: Set<ObjectIdentifier> = []
@@ -269,8 +269,8 @@ extension NSManagedObjectContext {
             if storeFilter != nil && pending {
                 // Changed objects: their saved values may no longer be their values. Only
                 // those whose row still exists, as on the other paths, which start from the
-                // store's rows (found in review: one deleted by another context and not
-                // merged yet matched a filtered fetch but not an unfiltered one).
+                // store's rows: one deleted by another context and not merged yet must not
+                // match a filtered fetch when it does not match an unfiltered one.
                 inMemory = objectsInSaveOrder(
                     updatedSet.filter { o in
                         o.entity === entity && (o.rowID.map { (try? store.containsRow($0)) ?? true } ?? true)
@@ -311,8 +311,8 @@ extension NSManagedObjectContext {
                         matches.sort(by: ordered)
                     } else {
                         // Without pending changes the store's order counts, by saved values, as
-                        // the predicate above judged them (found in review: the sort, and so a
-                        // limit, used unsaved values); objects older than their row sort by the row.
+                        // the predicate above judged them (not by unsaved values, or a limit
+                        // would cut by them); objects older than their row sort by the row.
                         let keys = matches.map(subject)
                         let order = keys.indices.sorted { ordered(keys[$0], keys[$1]) }
                         matches = order.map { matches[$0] }

@@ -73,9 +73,9 @@ extension NSManagedObjectContext {
 
     /// Lets go of discarded inaccessible objects where another object's relationship holds
     /// them because the store did when that object was read: as for any other deleted
-    /// object, whose delete rules nullify such links, nothing keeps pointing at them. (Found
-    /// in review: a shelf whose books were walked kept the discarded book after the save;
-    /// reading it trapped, and saving the shelf failed with a dangling reference.) A link
+    /// object, whose delete rules nullify such links, nothing keeps pointing at them.
+    /// Otherwise a shelf whose books were walked keeps the discarded book after the save;
+    /// reading it traps, and saving the shelf fails with a dangling reference. A link
     /// this context made after reading (not in the holder's snapshot) is left for save
     /// validation to report, as for any link to a deleted object.
     private func unlinkDiscarded(_ gone: Set<NSManagedObject>) {

@@ -92,7 +92,7 @@ extension NSManagedObjectContext {
         var deleted = Set<NSManagedObject>()
         // Saves are broadcast after the commit lock is released, so the merge of a later
         // save that deleted an inserted row can arrive first, find nothing to delete, and
-        // leave this insert to register an object for a row that is gone. (Found in review.)
+        // leave this insert to register an object for a row that is gone.
         // The IDs are this coordinator's (see `changes(from:)`). An unregistered one is looked
         // up only when it names a row of the primary store, the one store fetches and faults
         // read (an ID of another store, or of one removed meanwhile, registers nothing). No
@@ -113,8 +113,8 @@ extension NSManagedObjectContext {
             guard let o = registeredByID[id] else { continue }
             // An inaccessible object found its row gone: an update saved before the deletion
             // (broadcasts can arrive after the fault fired) must not give it values again and
-            // rerun its delete rules on them. (Found in review: the merge left an unchanged
-            // shelf "updated" by the nullify rule, after the deletion was merged too.)
+            // rerun its delete rules on them, or the merge leaves an unchanged shelf "updated"
+            // by the nullify rule, after the deletion was merged too.
             if o.flags.contains(.deleted) && inaccessibleObjects.contains(o) { continue }
             let readAt = CommitClock.now
             let saved = id.rowID.flatMap { rows[$0] }
@@ -124,16 +124,16 @@ extension NSManagedObjectContext {
             if let current = o.snapshot, current.version >= row.version { continue }
             if o.flags.contains(.fault) {
                 o.holdRow(row)
-                // A held row is checked against later commits like a fetched one (found in
-                // review: a merged row, replaced by a save not merged here, passed for current
-                // once a later fetch noted a newer reading).
+                // A held row is checked against later commits like a fetched one; otherwise a
+                // merged row, replaced by a save not merged here, passes for current once a
+                // later fetch notes a newer reading.
                 noteHeldRow(readAt: saved == nil ? readAt : changes.clock)
             } else {
                 rebase(o, onto: row)
             }
             // Deleted here, changed there: the merged row may link objects the delete rules
-            // never saw, so they run again (without a second `prepareForDeletion()`). (Found
-            // in review: the save then deleted the row and left the new links dangling.)
+            // never saw, so they run again (without a second `prepareForDeletion()`), or the
+            // save deletes the row and leaves the new links dangling.
             if o.flags.contains(.deleted) {
                 deleteRulesRerun.insert(ObjectIdentifier(o))
                 pendingDeletes.append(o)
@@ -159,8 +159,8 @@ extension NSManagedObjectContext {
         // Objects that pointed at deleted ones let go of them. The saver's changes to those
         // objects arrive as updates, but an object changed here keeps its own relationship
         // values: unlink the deleted objects from those, as Core Data's merge deletes them
-        // here. (Found in review: a changed to-one kept the invalidated object, and saving
-        // wrote a reference to the deleted row.)
+        // here. Otherwise a changed to-one keeps the invalidated object, and saving writes a
+        // reference to the deleted row.
         if !deleted.isEmpty { unlinkFromChangedObjects(deleted) }
         for o in deleted { o.invalidate() }
         if !deleted.isEmpty { noteDeparture() }
@@ -173,8 +173,8 @@ extension NSManagedObjectContext {
             post(.NSManagedObjectContextObjectsDidChange, userInfo: info)
         }
         // Every ID of the save, registered here or not, as Core Data's did-merge carries them;
-        // refreshed: the objects objects-did-change listed as refreshed. (Found in a review
-        // against Core Data: only registered objects were listed, and dirty ones as refreshed.)
+        // refreshed: the objects objects-did-change listed as refreshed (so never a dirty
+        // one), not every registered object.
         // Not filtered by `coordinator.owns`: the IDs are this coordinator's already (a
         // notification's are mapped or refused by `changes(from:)`), and the check takes a
         // lock per ID (measured: it doubled merging a 100,000-object save here).
@@ -190,9 +190,9 @@ extension NSManagedObjectContext {
     ///
     /// Where the deleted object's rule for that relationship is cascade, the changed object
     /// is deleted here as well: Core Data's merge calls `delete(_:)` on the objects deleted
-    /// elsewhere, and their rules then reach what this context linked to them. (Found in
-    /// review: a book inserted here on a shelf another context deleted was only unlinked,
-    /// and saved without a shelf.) Other rules unlink, as nullify does.
+    /// elsewhere, and their rules then reach what this context linked to them; unlinked
+    /// only, a book inserted here on a shelf another context deleted would be saved without
+    /// a shelf. Other rules unlink, as nullify does.
     private func unlinkFromChangedObjects(_ gone: Set<NSManagedObject>) {
         let goneRows = Set(gone.compactMap(\.rowID))
         var changed = insertions.objects
@@ -229,9 +229,9 @@ extension NSManagedObjectContext {
     /// After a merge or a conflict resolution chose `o`'s to-one relationship `i` over the
     /// value in `losing` (the store's or this context's), makes the other ends agree: the
     /// losing target lets go of `o`, and the chosen one lists it. Without this the file
-    /// store, which keeps both ends of a link, saved one end that the other denied. (Found
-    /// in review: a book changed to different shelves in two contexts ended up in two
-    /// shelves.) No effect on to-many relationships (`mergedToMany` merges their values;
+    /// store, which keeps both ends of a link, would save one end that the other denied: a
+    /// book changed to different shelves in two contexts would end up in two shelves. No
+    /// effect on to-many relationships (`mergedToMany` merges their values;
     /// after a conflict, `reconcileToMany` settles their other ends) or attributes.
     func reconcileToOne(of o: NSManagedObject, at i: Int, losing: Slot) {
         guard let r = o.entity.properties[i] as? NSRelationshipDescription, !r.isToMany,
@@ -257,7 +257,7 @@ extension NSManagedObjectContext {
         if let winner, !winner.flags.contains(.invalidated) {
             winner.prepareForAccess("updating the inverse '\(inverse.name)'")  // loads a fault
             // A stale loaded winner may list `o` while its row no longer does: checked against
-            // its newest row, or the link is not written (found by a randomized run).
+            // its newest row, or the link is not written.
             bringUpToDate(winner)
             let listed =
                 inverse.isToMany ? winner.resolvedToMany(at: inverse.index).contains(o) : winner.resolvedToOne(at: inverse.index) === o
@@ -272,11 +272,11 @@ extension NSManagedObjectContext {
     /// each brought up to date first, so that the save writes both ends alike. Targets whose
     /// row is gone, or that this save deletes, are dropped from the value.
     /// Why: the policy settles each object in conflict by itself, and a set it keeps can
-    /// still be unlike the rows of its targets. Found by the randomized conflict run (seeds
-    /// 4869 and 6284): an author's set of books, the same in the store at the two versions
-    /// compared (another save made and unmade a link in between), kept this context's
-    /// link to a book whose row no longer listed the author — the book, also in conflict,
-    /// took the store's authors (4869), or was a stale copy not saved at all (6284).
+    /// still be unlike the rows of its targets. In the randomized conflict test (seeds 4869
+    /// and 6284) an author's set of books, the same in the store at the two versions
+    /// compared (another save made and unmade a link in between), keeps this context's link
+    /// to a book whose row no longer lists the author — the book, also in conflict, takes
+    /// the store's authors (4869), or is a stale copy not saved at all (6284).
     /// The callers run it once every conflicting object is settled, so that each target is
     /// measured against its settled row; a target settled later follows the values the
     /// earlier calls left. Cost: only targets whose link differs between `before`, the
@@ -341,7 +341,7 @@ extension NSManagedObjectContext {
     /// coordinator whose save this context has not merged).
     /// Loaded objects count too: one loaded before another coordinator deleted its row and
     /// kept in a to-many this save writes would leave the store listing a missing row
-    /// (found by a randomized run, under the overwrite policy).
+    /// (under the overwrite policy, for one).
     func isGoneFromStore(_ t: NSManagedObject) -> Bool {
         if t.flags.contains(.inserted) || t.flags.contains(.invalidated) { return false }
         guard let row = t.rowID, let store = try? coordinator.primaryStore(for: "checking a row") else { return false }
@@ -356,7 +356,7 @@ extension NSManagedObjectContext {
         else { return }
         // The version first, from the row table: most calls find the object current, and
         // decoding its row each time (a shelf with all its book keys) made deleting books
-        // one pass at a time quadratic (found in review: 4,000 deletions took 3.6 s).
+        // one pass at a time quadratic (measured: 4,000 deletions took 3.6 s).
         guard let version = try? store.rowVersion(id), version > snapshot.version, let row = try? store.fetchRow(id)
         else { return }
         let key = ObjectIdentifier(t)
@@ -364,18 +364,18 @@ extension NSManagedObjectContext {
         rebase(t, onto: row)
         // Its edits now sit on a row another context saved, which the save's version check
         // no longer sees: remembered, so that the error policy still reports the conflict.
-        // (Found in review: deleting one of a shelf's books moved the edited shelf onto the
-        // row another context had saved with a new name, and the save overwrote that name
-        // without a conflict.)
+        // Otherwise deleting one of a shelf's books moves the edited shelf onto the row
+        // another context saved with a new name, and the save overwrites that name without
+        // a conflict.
         if t.flags.contains(.updated) { rebasedWhileChanged[key] = (t, readVersion) }
     }
 
     /// After a conflict resolution replaced all of `o`'s relationships with one side's,
     /// makes the other ends agree with `o`: the targets of the losing values (`losing`, slot
     /// by slot) let go of it, and the targets it keeps list it. With `ancestor`, only the
-    /// relationships the store changed since then. (Found in review: the overwrite and
-    /// rollback policies left targets listing an object that no longer pointed back, and
-    /// saved them so.)
+    /// relationships the store changed since then. Without this, the overwrite and rollback
+    /// policies leave targets listing an object that no longer points back, and save them
+    /// so.
     func reconcileRelationships(of o: NSManagedObject, losing: ContiguousArray<Slot>, changedSince ancestor: StoreRow?, _ current: StoreRow) {
         for case let r as NSRelationshipDescription in o.entity.properties {
             let i = r.index
@@ -398,7 +398,7 @@ extension NSManagedObjectContext {
                 t.unlink(o, at: inverse.index)
             }
             // Targets whose row is gone, or that this save deletes, are not kept: the store's
-            // version (rollback) may still list an object deleted here (found in review).
+            // version (rollback) may still list an object deleted here.
             for t in kept where isGoneFromStore(t) || t.flags.contains(.deleted) { o.primitiveRemove(t, toManyAt: i) }
             for t in o.resolvedToMany(at: i) where !t.flags.contains(.invalidated) {
                 t.prepareForAccess("updating the inverse '\(inverse.name)'")
@@ -426,9 +426,9 @@ extension NSManagedObjectContext {
         let ancestor = o.snapshot
         let saved = slots
         for i in changed + transient { slots[i] = o.slots[i] }
-        // A set is links, not one value: the saver's changes to it count too. (Found in
-        // review: copying this context's whole set back dropped the saver's removals, and
-        // the store then held a link one side no longer had.)
+        // A set is links, not one value: the saver's changes to it count too. Copying this
+        // context's whole set back would drop the saver's removals, and the store would then
+        // hold a link one side no longer has.
         for i in changed {
             guard let r = o.entity.properties[i] as? NSRelationshipDescription, r.isToMany, let ancestor else { continue }
             let before = ancestor.value(at: i)

@@ -129,7 +129,7 @@ extension NSManagedObjectContext {
     /// ``NSRefreshedObjectsKey`` those without unsaved changes, and under
     /// ``NSUpdatedObjectsKey`` (beside any updated objects already there) those still
     /// changed here, as Core Data's refreshed set holds only objects "not dirtied in the
-    /// scope of this context". (Found in review: changed objects were listed as refreshed.)
+    /// scope of this context": a changed object is never listed as refreshed.
     /// Returns the objects listed as refreshed.
     @discardableResult
     func addRefreshed(_ objects: Set<NSManagedObject>, to info: inout [AnyHashable: Any]) -> Set<NSManagedObject> {

@@ -79,7 +79,8 @@ extension NSManagedObjectContext {
             return o
         }
         let o = fault(for: objectID)
-        // A fetch's stand-in adopted here may have been read already (found in review).
+        // A fetch's stand-in adopted here may have been read already: fill it only if it is
+        // still a fault.
         if o.flags.contains(.fault) {
             o.holdRow(row)
             o.fireFault()
@@ -278,8 +279,8 @@ extension NSManagedObjectContext {
 
     /// Registers the stand-in a fetch is judging for `key`, if there is one, as the row's
     /// object: reached through a relationship while the fetch judges, the row must be the
-    /// very object the predicate holds. (Found in review: `manager?.favorite === self`
-    /// compared a stand-in with a second object made for its row, and failed.)
+    /// very object the predicate holds, or `manager?.favorite === self` compares a stand-in
+    /// with a second object made for its row, and fails.
     func adoptStandIn(_ key: ObjectKey) -> NSManagedObject? {
         guard let s = standIns.removeValue(forKey: key) else { return nil }
         adopt(s)
@@ -288,8 +289,8 @@ extension NSManagedObjectContext {
 
     /// Makes a fetch's row stand-in a registered object of this context. One the predicate
     /// or sort already read gets the `awakeFromFetch()` it was spared, and what a getter the
-    /// predicate ran wrote to it becomes an ordinary unsaved change (found in review: it
-    /// stayed in memory unrecorded, and would have been saved unannounced).
+    /// predicate ran wrote to it becomes an ordinary unsaved change (not left in memory
+    /// unrecorded, to be saved unannounced).
     func adopt(_ standIn: NSManagedObject) {
         if !standIns.isEmpty { standIns.removeValue(forKey: standIn.objectKey) }
         standIn.moreFlags.remove(.rowStandIn)
@@ -352,7 +353,7 @@ extension NSManagedObjectContext {
     ///
     /// A fault filled with an older row showed values another context had already saved
     /// over, and its next save then conflicted; Core Data fills faults from the
-    /// coordinator's row cache, which every save updates. (Found in review.)
+    /// coordinator's row cache, which every save updates.
     func heldRowIsCurrent(_ row: StoreRow) -> Bool {
         guard let store = try? coordinator.primaryStore(for: "firing a fault") else { return true }
         do { return try store.rowVersion(row.id) == row.version } catch { return true }

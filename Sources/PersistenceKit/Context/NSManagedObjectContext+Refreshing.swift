@@ -18,7 +18,7 @@ extension NSManagedObjectContext {
         guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
         refreshOne(object, mergeChanges: flag)
         // Not posted here: Core Data collects refreshed objects and announces them when it
-        // processes pending changes (a notification per refresh was found in review).
+        // processes pending changes, not with a notification per refresh.
         unprocessed.refreshed.insert(object)
         noteChangesPending()
     }
@@ -31,8 +31,8 @@ extension NSManagedObjectContext {
         }
         // Merging leaves transient values alone: an unchanged object of an entity with
         // transient attributes takes the saved values now instead of becoming a fault,
-        // which would forget them. (Found in review: a transient set before a save read its
-        // default after refresh(_:mergeChanges: true) and refreshAllObjects().)
+        // which would forget them: a transient set before a save would read its default
+        // after refresh(_:mergeChanges: true) and refreshAllObjects().
         if flag && !object.flags.contains(.fault) && !object.flags.contains(.deleted) && object.entity.hasTransientAttributes,
             let row = rowForFault(object)
         {
@@ -42,16 +42,16 @@ extension NSManagedObjectContext {
         if object.flags.contains(.deleted) {
             if flag {
                 // The deletion stays, on top of the saved values as they are now: the next
-                // save expects the current version. (Found in review: a deletion that met a
-                // conflict kept expecting the old version, so no save after a refresh — the
-                // documented way out of an optimistic-locking failure — could delete it.)
+                // save expects the current version. A deletion that met a conflict and kept
+                // expecting the old version could be saved by no save after a refresh — the
+                // documented way out of an optimistic-locking failure.
                 if object.flags.contains(.fault) {
                     object.dropRow()  // the save reads the current version
                 } else if let row = rowForFault(object) {
                     rebase(object, onto: row)
                     // The current row may link objects the delete rules never saw: they run
-                    // again at the next processing, as after a merge (found in review: a book
-                    // put on the shelf meanwhile survived the shelf's cascade, without a shelf).
+                    // again at the next processing, as after a merge; otherwise a book put on
+                    // the shelf meanwhile survives the shelf's cascade, without a shelf.
                     deleteRulesRerun.insert(ObjectIdentifier(object))
                     pendingDeletes.append(object)
                 }
@@ -71,9 +71,9 @@ extension NSManagedObjectContext {
         if !object.flags.contains(.fault) { object.turnIntoFault(keepingSnapshot: false) } else { object.dropRow() }
         // The discarded changes are this object's side of its links only: where another
         // object's unsaved change still makes a link (or still leaves one out), this side
-        // follows it again, so a save stores both ends alike. (Found in review: a shelf
-        // refreshed after a new book was put on it lost the book, the book kept the shelf,
-        // and the save stored a link on one side only.)
+        // follows it again, so a save stores both ends alike. Otherwise a shelf refreshed
+        // after a new book was put on it loses the book, the book keeps the shelf, and the
+        // save stores a link on one side only.
         for (i, target, linked) in held {
             if linked { object.link(target, at: i) } else { object.unlink(target, at: i) }
         }
@@ -133,8 +133,8 @@ extension NSManagedObjectContext {
             o.invalidate()
         }
         if !inserted.isEmpty { noteDeparture() }
-        // Not the discarded inserts: a pending delete of one is in `deletedSet` too. (Found in
-        // review: it was reported refreshed and turned into a fault after being invalidated.)
+        // Not the discarded inserts: a pending delete of one is in `deletedSet` too, and it
+        // must not be reported refreshed and turned into a fault after being invalidated.
         for o in updatedSet.union(deletedSet).subtracting(inserted) {
             o.flags.subtract([.updated, .deleted, .changeRecorded])
             if let snapshot = o.snapshot { o.install(snapshot) } else { o.turnIntoFault(keepingSnapshot: false) }

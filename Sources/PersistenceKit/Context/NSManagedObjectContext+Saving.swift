@@ -58,9 +58,9 @@ extension NSManagedObjectContext {
         // round below covers it and what is unprocessed after the round is the hooks' doing.
         processPendingChanges()
         guard hasUnsavedChanges else {
-            // Core Data posts will-save and did-save for a save with nothing to write too
-            // (observed in a public Core Data test suite; found in review: we posted nothing,
-            // and code counting saves by did-save missed these). Nothing goes to the store.
+            // Core Data posts will-save and did-save for a save with nothing to write too (a
+            // public Core Data test suite shows it), and code counting saves by did-save
+            // counts these. Nothing goes to the store.
             finishEmptySave()
             return
         }
@@ -162,10 +162,10 @@ extension NSManagedObjectContext {
     /// Objects the validation hooks inserted, changed or deleted beyond the lists join this
     /// save: in rounds, each processing them (delete rules), calling their `willSave()` and
     /// validating them, until a round finds nothing new. `save()` saves every pending change,
-    /// whoever made it. (Found in review: such changes were dropped from the sets unsaved,
-    /// and the objects, still flagged changed, never entered them again; a link a hook
-    /// removed was then saved on one end only.) When the hooks changed nothing, the check
-    /// is an empty set.
+    /// whoever made it. Dropped from the sets unsaved, such changes would be lost for good:
+    /// the objects, still flagged changed, never enter the sets again, and a link a hook
+    /// removed is saved on one end only. When the hooks changed nothing, the check is an
+    /// empty set.
     private func includeChangesOfValidationHooks(
         _ inserted: inout [NSManagedObject], _ insertedVersion: inout Int,
         _ updated: inout [NSManagedObject], _ deleted: inout [NSManagedObject]
@@ -293,10 +293,10 @@ extension NSManagedObjectContext {
         }
         // Every edited object is written and checked against its row's version, even one
         // whose values equal its snapshot again, as Core Data checks every edited object.
-        // (Regression: such objects were skipped. A link's end edited against a stale copy,
-        // its edit undone by a later one, then kept the store's newer row, which listed a
-        // link the other end's save removed: one-sided in the file store. Written, it meets
-        // that row as a conflict, which the merge policy settles or reports.)
+        // Skipped, a link's end edited against a stale copy, its edit undone by a later one,
+        // would keep the store's newer row, which lists a link the other end's save removed:
+        // one-sided in the file store. Written, it meets that row as a conflict, which the
+        // merge policy settles or reports.
         for o in updated {
             guard let id = o.rowID, let snapshot = o.snapshot else { continue }
             t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
@@ -366,9 +366,9 @@ extension NSManagedObjectContext {
                 // This context's attributes and to-one relationships win: the other ends the
                 // store gave `o` let go. A to-many keeps the store's links plus this context's
                 // own additions and removals: Core Data writes a to-many as changes to the
-                // other ends' foreign keys (or join rows), never as the whole set. (Found in
-                // review: writing this context's whole set took another context's new book
-                // off the shelf, and moved back a book it had moved elsewhere.)
+                // other ends' foreign keys (or join rows), never as the whole set. Writing this
+                // context's whole set would take another context's new book off the shelf, and
+                // move back a book it had moved elsewhere.
                 let theirs = o.decode(current)
                 for case let r as NSRelationshipDescription in o.entity.properties where r.isToMany {
                     let before = ancestor.value(at: r.index), after = current.value(at: r.index)
@@ -382,13 +382,13 @@ extension NSManagedObjectContext {
                 // from it, by the nullify rule of a deletion now undone) follow — except where
                 // another object's own unsaved change made or broke the link: that object is
                 // not in conflict, and its change is saved, as Core Data saves a book's
-                // foreign key whatever becomes of its shelf. (Found in review: a book inserted
-                // on the shelf was saved without it, and a book taken off it was put back.)
-                // Only to-manys count, and only targets not in conflict themselves: `o`'s own
-                // to-one is its own column, which the rollback restores (found in review: a
-                // book moved to another shelf stayed there, both shelves' inverse changes
-                // taken for their own, and with both ends in conflict each kept the link for
-                // the other).
+                // foreign key whatever becomes of its shelf. (Rolled back with `o`, a book
+                // inserted on the shelf would be saved without it, and a book taken off it put
+                // back.) Only to-manys count, and only targets not in conflict themselves:
+                // `o`'s own to-one is its own column, which the rollback restores. (Counting
+                // them, a book moved to another shelf stays there, both shelves' inverse
+                // changes taken for their own, and with both ends in conflict each keeps the
+                // link for the other.)
                 let held = linksHeldByOthers(o).filter { link in
                     (o.entity.properties[link.index] as? NSRelationshipDescription)?.isToMany == true
                         && !objects.contains { $0.1 === link.target }
@@ -439,8 +439,8 @@ extension NSManagedObjectContext {
     /// After the first round of `willSave()` hooks: objects the hooks inserted, changed
     /// (an updated object changing itself included) or deleted, and objects their delete
     /// rules deleted, get `willSave()` too, round after round until a round changes
-    /// nothing, as in Core Data. (Found in review: one round only, so an object dirtied by
-    /// another object's hook was saved without its own hook.) Processes pending changes.
+    /// nothing, as in Core Data; with one round only, an object dirtied by another object's
+    /// hook would be saved without its own hook. Processes pending changes.
     ///
     /// - Throws: ``CoreDataError`` `.coreData` when the hooks still change objects after
     ///   100 rounds (each hook dirtying another, endlessly); nothing is saved.
@@ -508,17 +508,17 @@ extension NSManagedObjectContext {
         // Objects inserted after `inserted` was final (while conflicts were resolved; what the
         // validation hooks insert joins the save, see `includeChangesOfValidationHooks`) are
         // not in this save: they stay inserted, for the next one.
-        // (Regression: emptying the list dropped them, leaving objects neither saved nor
-        // tracked that still pointed at this context — dangling once it was freed.)
+        // Emptying the list would drop them, leaving objects neither saved nor tracked that
+        // still point at this context — dangling once it is freed.
         let leftovers = insertions.version == insertedVersion ? [] : insertions.objects.filter { !insertedSet.contains($0) }
         insertions.removeAll(resettingObjects: false)  // the pass below resets the saved ones
         for o in leftovers { insertions.append(o) }
         // Likewise objects changed or deleted after the lists were final, and faults found
         // inaccessible then: not in this save, they stay changed or deleted for the next one.
-        // (Found in review: emptying the sets lost such changes — validation hooks' then —
-        // and an object still flagged updated never entered the set again, so its later
-        // edits were lost too; earlier, inaccessible faults stayed `isDeleted` and were never
-        // discarded.) `updated` and `deleted` are subsets of the sets: equal counts, nothing
+        // Emptying the sets would lose such changes (validation hooks' among them), and an
+        // object still flagged updated would never enter the set again, so its later edits
+        // would be lost too; inaccessible faults would stay `isDeleted` and never be
+        // discarded. `updated` and `deleted` are subsets of the sets: equal counts, nothing
         // left, and no pass over a large save.
         if updatedSet.count == updated.count { updatedSet = [] } else { updatedSet.subtract(updated) }
         if !rebasedWhileChanged.isEmpty { rebasedWhileChanged = rebasedWhileChanged.filter { updatedSet.contains($0.value.object) } }
@@ -584,8 +584,8 @@ extension NSManagedObjectContext {
         // move onto them, and the save announces them as updated (as faults when they were
         // not registered here), so that contexts merging the notification's objects or IDs
         // take them too, and they get `didSave()` like every object the save announces.
-        // (Found in review: unregistered ones were in the IDs notification only, so a
-        // context merging the objects kept a stale copy and its next save conflicted.)
+        // Unregistered ones must be in the objects too, not the IDs notification only, or a
+        // context merging the objects keeps a stale copy and its next save conflicts.
         var alsoUpdated: [NSManagedObject] = []
         let model = coordinator.managedObjectModel
         for row in committed.dropFirst(written.count) {
@@ -610,8 +610,8 @@ extension NSManagedObjectContext {
         }
         for o in deleted { changes.deleted.append(o.objectID) }
         // Cleared before the didSave() hooks, so that what they change is announced and saved
-        // later like any other change. (Found in review: cleared after them, the hooks'
-        // changes were never announced.)
+        // later like any other change; cleared after them, the hooks' changes would never be
+        // announced.
         // The left-over changes are still to be announced by objects-did-change.
         let unsavedUpdates = updatedSet.isEmpty ? [] : unprocessed.updated.intersection(updatedSet)
         let unsavedDeletes = deletedSet.isEmpty ? [] : unprocessed.deleted.intersection(deletedSet)

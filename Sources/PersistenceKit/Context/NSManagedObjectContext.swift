@@ -194,8 +194,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         // link to this context cut: its values go with it, and nothing is freed through it.
         // (Measured: invalidating every object, through an array of them all, was a sixth
         // of freeing a context that fetched 25,000 objects.) The link must be cut all the
-        // same (found in review): a subclass's deinit runs when the registry lets go, and
-        // it may see the object, or keep it alive through a weak reference to it.
+        // same: a subclass's deinit runs when the registry lets go, and it may see the
+        // object, or keep it alive through a weak reference to it.
         registeredByID.removeAll { o, onlyHeldHere in
             if onlyHeldHere && (o.valueStorage != .slots || o.storedSlots.isEmpty) {
                 o.detachFromFreedContext()
@@ -257,10 +257,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         set { nameBox.withLock { $0.given = newValue } }
     }
 
-    /// Sets what messages and traps call the context while `name` is nil. (The container's
-    /// view context had the name "viewContext"; Core Data's `name` is developer-provided and
-    /// nil until set, found in a compatibility review, but the messages should still say
-    /// which context it is.)
+    /// Sets what messages and traps call the context while `name` is nil. (Core Data's
+    /// `name` is developer-provided and nil until set, so the container's view context is
+    /// not named "viewContext"; the messages should still say which context it is.)
     func setFallbackName(_ fallback: String) {
         nameBox.withLock { $0.fallback = fallback }
     }
@@ -291,8 +290,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     ///
     /// Like every setting of a context (and as in Core Data, whose setters on queue-based
     /// contexts are thread-safe), it may be read and set from any thread: configure a new
-    /// background context before its first `perform`. (Found in a compatibility review:
-    /// `newBackgroundContext()` followed by `mergePolicy = …` outside `perform` trapped.)
+    /// background context before its first `perform`. Core Data code commonly follows
+    /// `newBackgroundContext()` with `mergePolicy = …` outside `perform`; that must not trap.
     public var mergePolicy: NSMergePolicy {
         get { settings.withLock { $0.mergePolicy } }
         set { settings.withLock { $0.mergePolicy = newValue } }
@@ -401,8 +400,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// `isolation` is the caller's actor (leave the default): the call stays on it, so that
     /// `.immediate` from the context's own queue — a model actor's method, or main-actor
     /// code with the view context — runs the block at once, ahead of blocks enqueued
-    /// earlier. (Found in review: without it the call left for the global pool first, never
-    /// found itself on the queue, and `.immediate` always enqueued.)
+    /// earlier. Without it the call leaves for the global pool first, never finds itself on
+    /// the queue, and `.immediate` always enqueues.
     ///
     /// - Throws: what `block` throws.
     public func perform<T: Sendable, E: Error>(
@@ -416,8 +415,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
         // Checked, not unsafe, though it is resumed exactly once: with an unsafe continuation
         // Thread Sanitizer reports a race between the resume and the awaiting task (it cannot
-        // see the runtime's ordering there), though the round trip was 7% faster. (Tried in
-        // session 24; CI's sanitizer run failed.)
+        // see the runtime's ordering there), though the round trip was 7% faster; the
+        // sanitizer run in CI fails with it.
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             queue.async { [self] in
                 let result: Result<T, E>
@@ -449,7 +448,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         }
         // Resumed after the pending changes are processed, not inside the block: the caller
         // goes on once the block's objects-did-change is posted, as with `.immediate`.
-        // (Found in review: resumed inside `perform`, the caller raced the announcement.)
+        // Resumed inside `perform`, the caller would race the announcement.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
                 block()

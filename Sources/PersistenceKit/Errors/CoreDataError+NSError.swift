@@ -1,9 +1,9 @@
 import Foundation
 
 // Core Data code reads errors as `NSError`: `error as NSError`, then `code` against
-// Core Data's constants and `userInfo` under Core Data's keys. (Found in a compatibility
-// review: without this, the bridged error had the domain "PersistenceKit.CoreDataError" and
-// code 1, so such code compiled and read the wrong values.)
+// Core Data's constants and `userInfo` under Core Data's keys. Without this, the bridged
+// error has the domain "PersistenceKit.CoreDataError" and code 1, so such code compiles and
+// reads the wrong values.
 
 /// The `userInfo` key of the individual errors of a `NSValidationMultipleErrorsError`.
 public let NSDetailedErrorsKey = "NSDetailedErrors"

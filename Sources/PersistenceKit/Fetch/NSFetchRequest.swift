@@ -33,8 +33,8 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// `Entity.fetchRequest()` — the class's name; `nil` when none is known.
     public var entityName: String? {
         get {
-            // The entity's name first, as it decides the fetch. (Found in a compatibility
-            // probe: a request given only an `entity` read nil here.)
+            // The entity's name first, as it decides the fetch: a request given only an
+            // `entity` must not read nil here.
             if let entity { return entity.name }
             // Made on first read: `String(describing:)` of a class demangles its name, about
             // 6,000 instructions — a fiftieth of a small indexed fetch, for a name that

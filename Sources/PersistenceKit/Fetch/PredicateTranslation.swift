@@ -41,9 +41,10 @@ protocol TranslatableConstant {
 
 extension PredicateExpressions.KeyPath: TranslatableKeyPath {
     var anyKeyPath: AnyKeyPath { keyPath }
-    // Found in review: `$0.parent!.name == "a"` on an entity related to itself was
-    // translated as the object's own `name`.
-    // (The one variable a key path's root can be is a `Variable` of the key path's root type.)
+    // Only a key path applied to the predicate's variable is one of the object's own:
+    // otherwise `$0.parent!.name == "a"` on an entity related to itself would be translated
+    // as the object's own `name`. (The one variable a key path's root can be is a `Variable`
+    // of the key path's root type.)
     var isOnVariable: Bool { root is PredicateExpressions.Variable<Root.Output> }
     // As `WritableKeyPathMarker` tells (a managed object's writable key paths are reference
     // writable ones).
@@ -136,12 +137,11 @@ extension NSEntityDescription {
         var found: Int?
         // Only a key path that can be an `@Attribute` property is read on the probe: such a
         // property is settable (a get-only computed property's key path is not writable,
-        // whatever values it returns — found in review: `min(quantity, 99)` was filtered by
-        // the store as the attribute) and of an attribute type. Anything else runs in
-        // memory on real objects without being read here, since reading runs the user's
-        // getter on a blank object (found in a port of Core Data code: `Status(rawValue:
-        // statusRaw)!` trapped on the probe's empty string, though every stored value was
-        // valid).
+        // whatever values it returns; read here, `min(quantity, 99)` would be filtered by the
+        // store as the attribute) and of an attribute type. Anything else runs in memory on
+        // real objects without being read here, since reading runs the user's getter on a
+        // blank object (ported Core Data code such as `Status(rawValue: statusRaw)!` traps on
+        // the probe's empty string, though every stored value is valid).
         if writable ?? (keyPath is any WritableKeyPathMarker), type(of: keyPath).valueType is any AttributeValue.Type {
             let probe = managedObjectClass.init(entity: self, insertInto: nil)
             probe.flags.insert(.probe)
@@ -160,9 +160,9 @@ extension NSEntityDescription {
     /// it (a computed property reads the attribute too, and the probe records that read).
     /// Tried with each sample value, each time with every other attribute set to another one, so
     /// that a property combining attributes (`a + b`, `max(a, b)`) shows, and with values
-    /// that common transformations change (found in review: `var doubled: Int64 { n * 2 }`,
-    /// then `name.lowercased()` and `name.isEmpty ? "(untitled)" : name`, were filtered as
-    /// the attribute by the store). A to-one relationship of the probe reads as a blank
+    /// that common transformations change (otherwise `var doubled: Int64 { n * 2 }`,
+    /// `name.lowercased()` or `name.isEmpty ? "(untitled)" : name` would be filtered as the
+    /// attribute by the store). A to-one relationship of the probe reads as a blank
     /// object, so a property that reads through one (`parent?.name ?? name`) shows too.
     private static func readsExactly(
         _ slot: Int, of attribute: NSAttributeDescription, through keyPath: AnyKeyPath, on probe: NSManagedObject

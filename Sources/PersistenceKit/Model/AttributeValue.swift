@@ -187,8 +187,8 @@ extension URL: AttributeValue {
     }
     /// See ``AttributeValue``. A URL with a base is stored in its absolute form (as Core
     /// Data stores a URI attribute by its absolute string), so that every store and both
-    /// fetch paths compare the same value. (Found in review: the in-memory store matched a
-    /// relative URL by its absolute string, an in-memory predicate by `URL`'s `==`.)
+    /// fetch paths compare the same value. Stored as given, the in-memory store would match
+    /// a relative URL by its absolute string, an in-memory predicate by `URL`'s `==`.
     public var storeValue: StoreValue {
         if baseURL != nil, let absolute = URL(string: absoluteString) { return .uri(absolute) }
         return .uri(self)

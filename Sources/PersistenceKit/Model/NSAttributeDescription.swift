@@ -7,8 +7,8 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
 
     /// The attribute's storage type.
     @exclusivity(unchecked) public var attributeType: NSAttributeType = .undefinedAttributeType {
-        // A default set before the type converts again under the type (found in review:
-        // the order of the two setters changed the model).
+        // A default set before the type converts again under the type, so that the order of
+        // the two setters does not change the model.
         didSet {
             checkMutable()
             resolveDefault()

@@ -133,8 +133,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
             case let i as UInt: Int64(exactly: i)
             case let i as UInt64: Int64(exactly: i)
             case let n as NSNumber:
-                // Exactly, or not at all: `int64Value` alone cut 3.7 to 3 without a word.
-                // (Found in review.)
+                // Exactly, or not at all: `int64Value` alone cuts 3.7 to 3 without a word.
                 n.compare(NSNumber(value: n.int64Value)) == .orderedSame ? n.int64Value : nil
             default: nil
             }

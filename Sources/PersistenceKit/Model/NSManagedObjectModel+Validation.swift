@@ -122,8 +122,8 @@ extension NSManagedObjectModel {
                 "the inverse '\(destination.name).\(inverse.name)' has destination "
                     + "'\(inverse.destinationEntity?.name ?? "?")' instead of '\(entity.name)'.")
         }
-        // (Found in review: a `Set` property with maxCount 1 described a to-one, and reading
-        // it trapped.)
+        // A `Set` property must be to-many: with maxCount 1 it would describe a to-one, and
+        // reading it would trap.
         if let declaredAsSet = r.declaredAsSet, declaredAsSet != r.isToMany {
             throw ModelError(
                 .invalidCount, entity: entity.name, property: r.name,

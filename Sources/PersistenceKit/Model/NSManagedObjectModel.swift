@@ -143,8 +143,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     /// A 16-byte hash of the model as stores lay it out: the version hash's content with each
     /// entity's properties in their order. A file store records it and opens only with a
     /// model whose layout hash matches: rows keep values by position, so two models equal
-    /// but for the order of their properties must not share a store. (Found in review: a
-    /// reordered model opened a store and read each value under another property.)
+    /// but for the order of their properties must not share a store: a reordered model
+    /// would open it and read each value under another property.
     var layoutHash: Data {
         if isSealed { return sealedLayoutHash }
         return Self.hash(of: layoutDescription)

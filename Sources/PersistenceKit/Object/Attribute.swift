@@ -143,8 +143,8 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         let property = object.entity.properties[i]
         // The model's default first: for a model built from the class it is what the class
         // declared, evaluated once when the model was built (a `Date()` default reads the
-        // same each time). (Found in review: making a prototype here to read the class's
-        // declaration ran the user's initializer with a blank entity, which could trap.)
+        // same each time). Not a prototype made here to read the class's declaration: that
+        // runs the user's initializer with a blank entity, which can trap.
         if let d = (property as? NSAttributeDescription)?.defaultStoreValue, let value = Value(storeValue: d) { return value }
         if case let .attribute(d, _)? = PropertyDeclarations.recordedDeclarations(of: type(of: object))?[property.name],
             let value = Value(storeValue: d)

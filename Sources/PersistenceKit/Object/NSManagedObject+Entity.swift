@@ -18,7 +18,7 @@ extension NSManagedObject {
 
 /// The entities of loaded models, by class, for ``NSManagedObject/entity()``: the same rule
 /// as `NSManagedObjectModel.entity(for:)`, by the class itself, else by class name (an entity
-/// built in code names its class with `managedObjectClassName`; found in review: such an
+/// built in code names its class with `managedObjectClassName`; without the name, such an
 /// entity's class could `init(context:)` but not find its `entity()`). Holds models
 /// weakly: a model that is freed leaves the table.
 enum EntityRegistry {
@@ -30,8 +30,8 @@ enum EntityRegistry {
     /// An entity, named by its model (held weakly) and its sealed index there.
     // Not a weak reference to the entity itself: a weak reference gives its target a side
     // table, and every retain and release of the entity — one per object made, several per
-    // fetched row — then takes the runtime's slow path (found when `entity()` first held
-    // entities weakly: ~5% of a filtered fetch's instructions). The model is weakly
+    // fetched row — then takes the runtime's slow path (measured with entities held
+    // weakly: ~5% of a filtered fetch's instructions). The model is weakly
     // referenced by its entities already, and no hot path retains it.
     private struct EntityInModel {
         weak var model: NSManagedObjectModel?

@@ -1,8 +1,8 @@
 import Foundation
 
 // Asking about a relationship without loading its targets, as Core Data's
-// `hasFault(forRelationshipNamed:)` and `objectIDs(forRelationshipNamed:)` do. (Found in a
-// compatibility review: both were missing.)
+// `hasFault(forRelationshipNamed:)` and `objectIDs(forRelationshipNamed:)` do; Core Data
+// code that calls them compiles unchanged.
 extension NSManagedObject {
     /// Whether relationship `key` is still a fault: its targets were read from the store but
     /// not made into objects yet (a to-many), or its target is a fault (a to-one). `true`

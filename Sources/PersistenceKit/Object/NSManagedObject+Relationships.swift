@@ -30,7 +30,7 @@ extension NSManagedObject {
     /// On a probe object (see `NSEntityDescription.attributeIndex(forKeyPath:)`): a blank,
     /// detached object of to-one slot `i`'s destination, so that a computed property that
     /// unwraps the relationship (`parent!.name`) reads a default value instead of trapping
-    /// while the probe tells it from an attribute (found in review). `nil` on other objects.
+    /// while the probe tells it from an attribute. `nil` on other objects.
     func blankTargetIfProbe(at i: Int) -> NSManagedObject? {
         guard flags.contains(.probe), let destination = relationship(at: i).destinationEntity else { return nil }
         return destination.managedObjectClass.init(entity: destination, insertInto: nil)
@@ -164,14 +164,15 @@ extension NSManagedObject {
     /// ends were read at different versions of their rows, and this one is the stale one.
     /// Moving it onto its newest row (keeping the change, and settling the other ends of its
     /// stored value) makes the save write both ends alike.
-    /// Found by the randomized conflict run (seeds 177, 181, 239): a book read before another
-    /// coordinator gave it an author got that author here, but only the book recorded the
-    /// change (the fresher author already listed it). Taken out again, the book equalled its
-    /// stale snapshot and was not saved while the author was, so the store kept the link on
-    /// the book's side only; kept, the book's addition, measured against the stale snapshot,
-    /// survived merges of a later removal. A book moved off a shelf that no longer listed it
-    /// kept its stale snapshot likewise, and when another context put it back on that shelf,
-    /// the conflict resolution saw "unchanged in the store" and left the shelf listing it.
+    /// Without it (the randomized conflict test shows it with seeds 177, 181, 239): a book
+    /// read before another coordinator gave it an author gets that author here, but only the
+    /// book records the change (the fresher author already lists it). Taken out again, the
+    /// book equals its stale snapshot and is not saved while the author is, so the store
+    /// keeps the link on the book's side only; kept, the book's addition, measured against
+    /// the stale snapshot, survives merges of a later removal. A book moved off a shelf that
+    /// no longer lists it keeps its stale snapshot likewise, and when another context puts
+    /// it back on that shelf, the conflict resolution sees "unchanged in the store" and
+    /// leaves the shelf listing it.
     private func catchUpAfterDisagreement() {
         managedObjectContext?.bringUpToDate(self)
     }
@@ -193,11 +194,11 @@ extension NSManagedObject {
     func link(_ source: NSManagedObject, at j: Int) -> Bool {
         prepareForAccess("updating the inverse '\(entity.properties[j].name)'")
         let rj = relationship(at: j)
-        // Found by the randomized conflict run (seed 211): a target loaded before another
-        // coordinator unlinked it from `source` still lists `source`, though its row no
-        // longer does. Taken for "nothing to do", the link was saved on the source's side
-        // only: bring this end up to date first (as `unlink` does); only a link its newest
-        // row holds is already made.
+        // A target loaded before another coordinator unlinked it from `source` still lists
+        // `source`, though its row no longer does. Taken for "nothing to do", the link is
+        // saved on the source's side only (the randomized conflict test, seed 211): bring
+        // this end up to date first (as `unlink` does); only a link its newest row holds is
+        // already made.
         if holds(source, at: j) {
             managedObjectContext?.bringUpToDate(self)
             if holds(source, at: j) { return false }

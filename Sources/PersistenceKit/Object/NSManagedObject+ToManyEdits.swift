@@ -96,8 +96,8 @@ extension NSManagedObject {
     /// A list of another length than the set means a target the lists do not know: one
     /// that had no row when the snapshot was taken (an object a validation hook inserted
     /// during a save, left for the next one, whose row the tracking started after that save
-    /// did not list — found in review: the next save wrote the list without it). Then the
-    /// set is encoded in full.
+    /// did not list; patched, the list would be written without it). Then the set is
+    /// encoded in full.
     func patchedToManyRows(at i: Int, count: Int, rowFor: (NSManagedObject) -> StoreRowID?) -> [StoreRowID]? {
         guard let (base, edits) = trackedToMany(at: i), base.isSortedUnique else { return nil }
         if edits.added.isEmpty && edits.removed.isEmpty { return base.count == count ? base : nil }
@@ -122,9 +122,9 @@ extension NSManagedObject {
     /// the context since can be dangling. The inverse's delete rule usually takes a deleted
     /// target out of the set, but not always: not with "no action", and not when this
     /// context's copy of the target no longer points here (another context moved it, and
-    /// this one refreshed it) or the deletion was merged in while this object was unchanged
-    /// (found in review: both left a deleted target in a tracked set, unchecked). So any
-    /// departure since the tracking started means a full check.
+    /// this one refreshed it) or the deletion was merged in while this object was unchanged;
+    /// both leave a deleted target in a tracked set. So any departure since the tracking
+    /// started means a full check.
     func toManyTargetsToCheck(at i: Int) -> Set<NSManagedObject>? {
         guard let context = owningContext, !context.departuresOverflowed, toManyTrackingEpoch == context.departures,
             let (_, edits) = trackedToMany(at: i)

@@ -79,7 +79,7 @@ extension NSManagedObject {
             if r.isToMany {
                 let n = toManyCount(at: i)
                 // The counts apply to a relationship that has objects: an optional one may be
-                // empty whatever its minimum, as in Core Data (found in review).
+                // empty whatever its minimum, as in Core Data.
                 if n == 0 ? !r.isOptional : n < r.minCount {
                     errors.append(
                         CoreDataError(

@@ -172,8 +172,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
                 "PersistenceKit invariant: an object with a context is registered or inserted in it")
             if let context = storedContext { return context }
             // A fetch's stand-in answers the fetching context, as the registered object it
-            // stands for would (found in review: a computed property used in a predicate
-            // that read its object's context found none).
+            // stands for would: a computed property used in a predicate may read its
+            // object's context, and must find one.
             return moreFlags.contains(.rowStandIn) ? NSManagedObjectContext.judging : nil
         }
         // Takes the queue from the new value, not by reading the context reference back
@@ -378,7 +378,8 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// object's own, and a `StoreRowID?` took 24 bytes of every object.
     @exclusivity(unchecked) private final var storedPendingKey: Int64 = NSManagedObject.noPendingKey
     /// The one key `storedPendingKey` cannot hold (`Int64.min`; not 0, which a custom store
-    /// may hand out: found in review).
+    /// may hand out: ``PersistentStore/allocatePrimaryKeys(entity:count:)`` rules out only
+    /// `Int64.min`).
     static let noPendingKey = Int64.min
     /// For probe objects: the last attribute slot read.
     final var probedSlot: Int? {

@@ -2,8 +2,8 @@ import Foundation
 
 // Codable so that an ID can be captured by `#Predicate`, which requires Codable values:
 // `#Predicate<Book> { $0.shelf?.objectID == shelfID }` is how Core Data's
-// `NSPredicate(format: "shelf == %@", shelf)` is written here. (Found in a compatibility
-// review: there was no way to filter by a related object.)
+// `NSPredicate(format: "shelf == %@", shelf)` is written here; without it a predicate
+// cannot filter by a related object.
 extension NSManagedObjectID: Codable {
     /// The `userInfo` key under which a decoder finds the coordinator that resolves IDs.
     public static let coordinatorUserInfoKey = CodingUserInfoKey(rawValue: "PersistenceKit.NSPersistentStoreCoordinator")!

@@ -69,7 +69,7 @@ struct ObjectKey: Hashable, Sendable {
     /// nearly all cache misses into a 1 MiB table; with runs of eight, 9%. Longer runs saved
     /// little more and make a run that lands on another longer to probe past.)
     ///
-    /// The price, measured in review on a replica of the table at 1,000,000 sequential keys
+    /// The price, measured on a replica of the table at 1,000,000 sequential keys
     /// and load 0.48: probes run 3–4x longer on average (a missing key: 2.2 → 8–11 buckets;
     /// the longest, 50 → 200–1,000), as a run that collides pushes a whole run of eight into
     /// the next block; backward-shift removals scan ~8 buckets instead of ~1. The probes stay

@@ -184,8 +184,8 @@ enum PropertyDeclarations {
             guard from < initializers else { break }
             pass = recordPrototype(of: cls, from: from)
             // The windows count initializers in the order they run: every pass must run the
-            // same ones. (Found in review: an initializer that first touched a static holding
-            // wrappers ran more of them in the first pass, shifting the later windows.)
+            // same ones. An initializer that first touches a static holding wrappers runs
+            // more of them in the first pass, shifting the later windows: that is refused.
             precondition(
                 pass.initializers == initializers,
                 "PersistenceKit: building \(cls) ran \(initializers) property-wrapper initializers once and "

@@ -157,9 +157,10 @@ struct LinkKeeper: Sendable {
         // A deleted row leaves every row that links to it. Under a "no action" rule an
         // owning end elsewhere keeps pointing at it, as a foreign key does in Core Data's SQL
         // store (the model asked for that); a derived end always lets go, as a list a SQL
-        // store computes from the foreign keys would. A derived end that kept a row deleted under
-        // "no action" could never be emptied, since derived ends are the store's to keep. A row that cannot be read is deleted all the same:
-        // deleting is how a damaged row is got rid of.
+        // store computes from the foreign keys would: a derived end that kept a row deleted
+        // under "no action" could never be emptied, since derived ends are the store's to
+        // keep. A row that cannot be read is deleted all the same: deleting is how a damaged
+        // row is got rid of.
         for d in transaction.deletes {
             guard let entityEnds = ends(d.id.entity), let old = try? storedRow(d.id) else { continue }
             for end in entityEnds where end.owns || !end.keepsInverseOnDelete {

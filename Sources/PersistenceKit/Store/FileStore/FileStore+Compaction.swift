@@ -83,9 +83,9 @@ extension FileStore {
 
         // Written, synced, read back and checked — checksums and all — before it replaces
         // anything: a new file that fails its check is removed, and the store carries on
-        // with the old one. (Regression: the check ran after the rename and its result was
-        // ignored, so a new file that read back damaged replaced the store with an empty
-        // one, silently, and primary keys started again at 1.) The handle opened here stays
+        // with the old one. Checked after the rename, or with its result ignored, a new file
+        // that reads back damaged replaces the store with an empty one, silently, and primary
+        // keys start again at 1. The handle opened here stays
         // the store's file after the rename.
         let temporary = path + "-compact"
         var written: (any StoreFile)?
