@@ -161,8 +161,7 @@ public final class FileStore: PersistentStore {
         /// or a compaction's folder sync failed after its rename. The next append syncs the
         /// folder before it writes, so no save is acknowledged while a power cut could still
         /// take `-lock` (the next open would then refuse the file as truncated instead of
-        /// recovering it) or the renamed file (and with it the saves made since). Found in
-        /// review.
+        /// recovering it) or the renamed file (and with it the saves made since).
         var folderUnsynced = false
         /// At `normal` durability, where this session's unsynced appends to this file begin,
         /// once it has appended (see FileStore+SyncedPrefix.swift); `nil` before. A
@@ -196,8 +195,8 @@ public final class FileStore: PersistentStore {
                 "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
         }
         // Symbolic links resolved: two paths to one file must find the one open store, and
-        // one lock file. (Found in review: a path through a symlink opened a second writer,
-        // whose saves overwrote the first one's.)
+        // one lock file. Unresolved, a path through a symlink opens a second writer, whose
+        // saves overwrite the first one's.
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         // The folder first: the key names it by its identity, which it has only once it exists.
         let directory = (path as NSString).deletingLastPathComponent
@@ -223,8 +222,8 @@ public final class FileStore: PersistentStore {
                             + "\(model.layoutHashString); open it with the same model.")
                 }
                 // One store object serves every opener, so it cannot give one of them the
-                // durability it asked for and another a weaker one (found in review: a second
-                // container asking for `full` silently got `normal`).
+                // durability it asked for and another a weaker one (without this check, a
+                // second container asking for `full` would silently get `normal`).
                 guard existing.options.durability == options.durability else {
                     throw FileStoreError(
                         .optionsMismatch, path: path,
@@ -264,9 +263,8 @@ public final class FileStore: PersistentStore {
             }
             // The store's own lock, so that no process opens it while its files go.
             // Taken as an open takes it, checking that the locked `-lock` is still the one
-            // the path names (found in review: a lock taken on a `-lock` that a closing
-            // process had just unlinked would have let this delete a store another process
-            // was opening).
+            // the path names: a lock taken on a `-lock` that a closing process had just
+            // unlinked would let this delete a store another process was opening.
             let fs = PosixFileSystem()
             StoreLock.claim(key)
             let lockFile: any StoreFile
@@ -323,9 +321,9 @@ public final class FileStore: PersistentStore {
 
     /// Counts one more coordinator using the store. `false` when the store was let go of
     /// meanwhile (its last coordinator removed it, so it is closed or closing): the caller
-    /// opens the store again. Atomic with `open`'s lookup and `detach()`. (Found in review:
-    /// counted apart from them, a load that raced another coordinator's `remove` got a
-    /// store that remove then closed, and every save through it failed.)
+    /// opens the store again. Atomic with `open`'s lookup and `detach()`: counted apart from
+    /// them, a load that raced another coordinator's `remove` would get a store that remove
+    /// then closed, and every save through it would fail.
     func attach() -> Bool {
         Self.openStores.withLock { stores in
             guard stores[key]?.store === self, !isClosed else { return false }
@@ -401,7 +399,7 @@ public final class FileStore: PersistentStore {
                 try file.sync()
                 // A compaction's rename whose folder sync failed must be on disk before -lock
                 // goes: a power cut could otherwise keep the unlink and lose the rename, and
-                // bring back the old file without a close record or -lock. (Found in review.)
+                // bring back the old file without a close record or -lock.
                 if s.folderUnsynced { try options.fileSystem.syncDirectory(directory) }
             } catch {
                 throw FileStoreError(
