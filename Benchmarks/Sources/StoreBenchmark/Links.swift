@@ -3,6 +3,7 @@
 // beside the same saves on a version 2 file (the shelf's whole list written at every save),
 // and beside a shelf with no books — all measured in this run, at full durability.
 
+import BenchmarkSupport
 import Foundation
 import PersistenceKit
 
@@ -72,7 +73,7 @@ func measureLinks(books: Int, version: UInt32, saves: Int, model: NSManagedObjec
     let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
     try coordinator.addPersistentStore(store)
     guard let shelfURI, let shelfID = coordinator.managedObjectID(forURIRepresentation: shelfURI) else {
-        throw BenchError(message: "the shelf's URI did not resolve")
+        throw BenchmarkError("the shelf's URI did not resolve")
     }
     let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
     var figures = LinkFigures()

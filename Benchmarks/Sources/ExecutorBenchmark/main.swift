@@ -14,7 +14,7 @@
 // `enqueue` would run user code on whatever thread called it), which is why no other
 // workload runs it.
 //
-//   swift run -c release ExecutorBenchmark [iterations]
+//   swift run -c release --package-path Benchmarks ExecutorBenchmark [iterations]
 //
 // Prints ns/op for each workload and the ratios ours/plain, ours/floor and textbook/ours,
 // then the inline bound of (a) and its ratio to the plain actor.

@@ -1,22 +1,29 @@
-// Store benchmark: the five workloads of ../shared/baselines/sqlite/sqlite_baseline.c, done
-// through PersistenceKit's whole object stack (managed objects, contexts, fetch requests) on
-// the file store, at both durability settings, printed beside raw SQLite measured in the
-// same run.
+// Store benchmark: five workloads done through PersistenceKit's whole object stack (managed
+// objects, contexts, fetch requests) on the file store, at both durability settings, printed
+// beside raw SQLite doing the same work (WAL journal, prepared statements, one connection;
+// SQLiteBaseline/SQLiteStoreBaseline.swift), measured in the same run on the same clock.
 //
-//   swift run -c release StoreBenchmark [N=100000] [path/to/sqlite_baseline.c]
+//   swift run -c release --package-path Benchmarks StoreBenchmark [N=100000]
+//   swift run -c release --package-path Benchmarks StoreBenchmark million [N=1000000]
+//   swift run -c release --package-path Benchmarks StoreBenchmark links [N=50000]
 //
-// Each configuration runs in fresh processes, ours and SQLite's alternating, for
-// `PK_BENCH_ROUNDS` rounds (default 3). The table shows each side's best time over the
-// rounds and their ratio, and beside it the range of the ratios of the single rounds: on a
-// shared machine one round can swing by a third either way (SQLite's too), and the best of
-// several is the steadier figure of what the code costs.
+// Each configuration runs in fresh processes of this executable (`StoreBenchmark ours …` and
+// `StoreBenchmark sqlite …`), ours and SQLite's alternating, for `PK_BENCH_ROUNDS` rounds
+// (default 3). The table shows each side's best time over the rounds and their ratio, and
+// beside it the range of the ratios of the single rounds: on a shared machine one round can
+// swing by a third either way (SQLite's too), and the best of several is the steadier figure
+// of what the code costs. With `PK_BENCH_JSON=<file>` the table's lines are also written to
+// that file as JSON.
 //
-// SQLite is only the baseline: the benchmark compiles and runs the C program with `cc
-// -lsqlite3` (never linked into PersistenceKit). Without a C compiler or libsqlite3 the
-// SQLite column reads "—".
+// Both sides read one clock (BenchmarkSupport's `now()`, `CLOCK_MONOTONIC`) at the same
+// places: SQLite's statements are prepared where the clock does not see them (but the
+// insert's), and our fetch requests likewise (but the indexed fetches'; see there). SQLite is
+// only the baseline, linked into this package and never into PersistenceKit.
 
+import BenchmarkSupport
 import Foundation
 import PersistenceKit
+import SQLiteBaseline
 
 final class Item: NSManagedObject {
     @Attribute var title: String = ""
@@ -25,7 +32,14 @@ final class Item: NSManagedObject {
     @Attribute var flag: Int64 = 0
 }
 
+/// One configuration's figures, as the `ours` and `sqlite` child processes print them: one
+/// JSON object with the keys of the SQLite baseline's original output (`insert_save_s`,
+/// `single_saves_us`, `indexed_fetch_s`, `indexed_rows`, `scan_fetch_s`, `scan_rows`,
+/// `reopen_count_s`, `reopened_rows`), plus `first_query_after_reopen_s` on our side.
 struct Figures: Codable {
+    var engine = ""
+    var synchronous = ""
+    var n = 0
     var insertSave = 0.0  // s
     var singleSave = 0.0  // µs per save
     var indexedFetch = 0.0  // s for 100 fetches
@@ -36,13 +50,20 @@ struct Figures: Codable {
     var reopenedRows = 0
     /// Not a SQLite workload: the first query after the reopen that needs rows, which builds
     /// the row tables the reopen deferred (a filtered count, so no objects are made).
-    var firstQueryAfterReopen = 0.0  // s
-}
+    var firstQueryAfterReopen: Double?  // s
 
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = DispatchTime.now().uptimeNanoseconds
-    try body()
-    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    enum CodingKeys: String, CodingKey {
+        case engine, synchronous, n
+        case insertSave = "insert_save_s"
+        case singleSave = "single_saves_us"
+        case indexedFetch = "indexed_fetch_s"
+        case indexedRows = "indexed_rows"
+        case scanFetch = "scan_fetch_s"
+        case scanRows = "scan_rows"
+        case reopenCount = "reopen_count_s"
+        case reopenedRows = "reopened_rows"
+        case firstQueryAfterReopen = "first_query_after_reopen_s"
+    }
 }
 
 func makeContainer(_ url: URL, _ model: NSManagedObjectModel, _ durability: FileStore.Durability) throws -> NSPersistentContainer {
@@ -52,11 +73,9 @@ func makeContainer(_ url: URL, _ model: NSManagedObjectModel, _ durability: File
     container.persistentStoreDescriptions = [description]
     let failure = LockedBox()
     container.loadPersistentStores { _, error in failure.set(error.map { "\($0)" }) }
-    if let message = failure.get() { throw BenchError(message: message) }
+    if let message = failure.get() { throw BenchmarkError(message) }
     return container
 }
-
-struct BenchError: Error { let message: String }
 
 final class LockedBox: @unchecked Sendable {
     // @unchecked Sendable: written once by a synchronous completion handler on this thread.
@@ -69,7 +88,7 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-bench-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: dir) }
     let url = dir.appendingPathComponent("bench.store")
-    var f = Figures()
+    var f = Figures(engine: "PersistenceKit", synchronous: durability.rawValue.uppercased(), n: n)
     do {
         let container = try makeContainer(url, model, durability)
         let context = container.newBackgroundContext()
@@ -119,8 +138,8 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
         let scanner = container.newBackgroundContext()
         try scanner.performAndWait {
             let mid = 1e9 + Double(n / 2)
-            // Built before the clock starts, as the SQLite program prepares its statement and
-            // binds its constant before `t = now()`. The first `#Predicate` of a shape in a
+            // Built before the clock starts, as the SQLite baseline prepares its statement and
+            // binds its constant before its clock starts. The first `#Predicate` of a shape in a
             // process costs ~0.3 ms (Foundation's generic types and key paths made on first
             // use), which SQLite's side pays in the untimed `sqlite3_prepare_v2`. Translating
             // the predicate into store conditions stays inside: it is part of `fetch`.
@@ -155,49 +174,6 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
     return f
 }
 
-/// The SQLite baseline program, compiled once into a temporary folder.
-struct SQLiteBaseline {
-    let dir: URL
-    let binary: String
-
-    /// Compiles `source`; nil without the source, a C compiler or libsqlite3.
-    init?(source: String) {
-        guard FileManager.default.fileExists(atPath: source) else { return nil }
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-sqlite-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        binary = dir.appendingPathComponent("sqlite_baseline").path
-        guard Self.run(["cc", "-O2", "-o", binary, source, "-lsqlite3"]) != nil else { return nil }
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: dir) }
-
-    /// One run of the program at durability `mode` (a fresh process, a fresh database).
-    func run(n: Int, mode: String) -> Figures? {
-        try? FileManager.default.removeItem(at: dir.appendingPathComponent("baseline.sqlite"))
-        guard let out = Self.run([binary, "\(n)", mode, dir.path]),
-            let json = try? JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]
-        else { return nil }
-        func d(_ k: String) -> Double { (json[k] as? NSNumber)?.doubleValue ?? .nan }
-        func i(_ k: String) -> Int { (json[k] as? NSNumber)?.intValue ?? 0 }
-        return Figures(
-            insertSave: d("insert_save_s"), singleSave: d("single_saves_us"), indexedFetch: d("indexed_fetch_s"),
-            indexedRows: i("indexed_rows"), scanFetch: d("scan_fetch_s"), scanRows: i("scan_rows"),
-            reopenCount: d("reopen_count_s"), reopenedRows: i("reopened_rows"))
-    }
-
-    private static func run(_ args: [String]) -> String? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        do { try p.run() } catch { return nil }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
-    }
-}
-
 // MARK: Large store: open time and resident memory
 
 /// Resident memory of this process in MiB (Linux: VmRSS from /proc/self/status).
@@ -214,20 +190,21 @@ func residentMiB() -> Double {
 if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "open" {
     let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
     let before = residentMiB()
-    let start = DispatchTime.now().uptimeNanoseconds
-    let store = try FileStore.open(at: URL(fileURLWithPath: CommandLine.arguments[2]), model: model)
-    let opened = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    var opened: FileStore?
+    let openTime = try seconds { opened = try FileStore.open(at: URL(fileURLWithPath: CommandLine.arguments[2]), model: model) }
+    guard let store = opened else { fatalError("FileStore.open returned without a store") }
     let count = try store.countRows(entity: 0, filter: nil)
     print(String(format: "opened %d objects (%.0f MB file) in %.0f ms; resident memory %.0f MiB after open (%.0f MiB before)",
-        count, Double(store.fileSize) / 1e6, opened * 1000, residentMiB(), before))
+        count, Double(store.fileSize) / 1e6, openTime * 1000, residentMiB(), before))
     // Opening checks the record chain but defers the checksums and the row tables to the
     // first query that needs rows; measure that too, so the deferred work is on the record.
     guard let item = model.entitiesByName["Item"], let flagColumn = item.properties.firstIndex(where: { $0.name == "flag" }) else {
         fatalError("the benchmark model has Item.flag")
     }
-    let queryStart = DispatchTime.now().uptimeNanoseconds
-    let flagged = try store.countRows(entity: 0, filter: StoreFilter([.init(property: flagColumn, .equal, .integer(1))]))
-    let queried = Double(DispatchTime.now().uptimeNanoseconds - queryStart) / 1e9
+    var flagged = 0
+    let queried = try seconds {
+        flagged = try store.countRows(entity: 0, filter: StoreFilter([.init(property: flagColumn, .equal, .integer(1))]))
+    }
     print(String(format: "first query (builds the row table, counts %d flagged rows) %.0f ms; resident memory %.0f MiB after it",
         flagged, queried * 1000, residentMiB()))
     exit(0)
@@ -275,10 +252,8 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "million" {
     exit(p.terminationStatus)
 }
 
-/// `StoreBenchmark ours <full|normal> <N>`: one configuration of ours in a fresh process,
-/// printed as JSON. Each configuration starts with a cold heap, as the SQLite program does:
-/// run one after the other in one process, the second reused the first one's freed memory
-/// and skipped its page faults (measured: its insert ran up to a third faster).
+/// `StoreBenchmark ours <full|normal> <N>`: one configuration of ours, in a fresh process
+/// (see `runThisExecutable`), printed as one JSON object.
 if CommandLine.arguments.count > 3 && CommandLine.arguments[1] == "ours" {
     let durability = FileStore.Durability(rawValue: CommandLine.arguments[2]) ?? .full
     let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
@@ -287,25 +262,29 @@ if CommandLine.arguments.count > 3 && CommandLine.arguments[1] == "ours" {
     exit(0)
 }
 
-/// Runs one configuration of ours in a fresh process (see `ours` above).
-func runOursInFreshProcess(n: Int, durability: FileStore.Durability) throws -> Figures {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    p.arguments = ["ours", durability.rawValue, "\(n)"]
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw BenchError(message: "the \(durability.rawValue) run exited with \(p.terminationStatus)") }
-    return try JSONDecoder().decode(Figures.self, from: data)
+/// `StoreBenchmark sqlite <full|normal> <N>`: one configuration of the SQLite baseline, in a
+/// fresh process, printed as one JSON object (the keys of `Figures`).
+if CommandLine.arguments.count > 3 && CommandLine.arguments[1] == "sqlite" {
+    let synchronous: SQLiteStoreBaseline.Synchronous = CommandLine.arguments[2] == "normal" ? .normal : .full
+    let n = Int(CommandLine.arguments[3]) ?? 100_000
+    let dir = try makeScratchDirectory("pk-sqlite")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let b = try SQLiteStoreBaseline.run(n: n, synchronous: synchronous, directory: dir.path)
+    let figures = Figures(
+        engine: "SQLite \(sqliteVersion)", synchronous: synchronous.rawValue, n: n,
+        insertSave: b.insertSave, singleSave: b.singleSave, indexedFetch: b.indexedFetch, indexedRows: b.indexedRows,
+        scanFetch: b.scanFetch, scanRows: b.scanRows, reopenCount: b.reopenCount, reopenedRows: b.reopenedRows)
+    FileHandle.standardOutput.write(try JSONEncoder().encode(figures))
+    exit(0)
+}
+
+/// Runs one configuration of `side` ("ours" or "sqlite") in a fresh process.
+func runInFreshProcess(_ side: String, n: Int, durability: FileStore.Durability) throws -> Figures {
+    try JSONDecoder().decode(Figures.self, from: runThisExecutable([side, durability.rawValue, "\(n)"]))
 }
 
 let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
-let source = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "../shared/baselines/sqlite/sqlite_baseline.c"
 let rounds = max(1, Int(ProcessInfo.processInfo.environment["PK_BENCH_ROUNDS"] ?? "") ?? 3)
-let baseline = SQLiteBaseline(source: source)
-defer { baseline?.remove() }
 
 func cell(_ x: Double, _ unit: String) -> String {
     guard x.isFinite else { return "—" }
@@ -335,35 +314,30 @@ struct ResultLine: Encodable {
 }
 var resultLines: [ResultLine] = []
 /// JSON has no NaN: a missing figure is null.
-func finite(_ x: Double?) -> Double? { x.flatMap { $0.isFinite ? $0 : nil } }
+func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
 
-print("Store benchmark, N = \(n), release build, best of \(rounds) rounds. Ratio = ours / SQLite (lower is better).")
+print("Store benchmark, N = \(n), release build, best of \(rounds) rounds, SQLite \(sqliteVersion). Ratio = ours / SQLite (lower is better).")
 print("| workload | durability | PersistenceKit | SQLite | ratio | ratio per round |")
 print("|---|---|---|---|---|---|")
 for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMAL")] {
     var ours: [Figures] = []
     var base: [Figures] = []
     for _ in 0..<rounds {
-        ours.append(try runOursInFreshProcess(n: n, durability: durability))
-        if let b = baseline?.run(n: n, mode: mode) { base.append(b) }
+        ours.append(try runInFreshProcess("ours", n: n, durability: durability))
+        base.append(try runInFreshProcess("sqlite", n: n, durability: durability))
     }
     for w in workloads {
         let o = ours.map(w.time).min() ?? .nan
-        let b = base.isEmpty ? nil : base.map(w.time).min()
-        let ratio = b.map { String(format: "%.2f", o / $0) } ?? "—"
-        var spread = "—"
-        if base.count == ours.count {
-            let perRound = zip(ours, base).map { w.time($0) / w.time($1) }
-            spread = String(format: "%.2f–%.2f", perRound.min() ?? .nan, perRound.max() ?? .nan)
-        }
-        print("| \(w.name) | \(mode) | \(cell(o, w.unit)) | \(b.map { cell($0, w.unit) } ?? "—") | \(ratio) | \(spread) |")
-        let perRound = base.count == ours.count ? zip(ours, base).map { w.time($0) / w.time($1) } : []
+        let b = base.map(w.time).min() ?? .nan
+        let perRound = zip(ours, base).map { w.time($0) / w.time($1) }
+        let spread = String(format: "%.2f–%.2f", perRound.min() ?? .nan, perRound.max() ?? .nan)
+        print("| \(w.name) | \(mode) | \(cell(o, w.unit)) | \(cell(b, w.unit)) | \(String(format: "%.2f", o / b)) | \(spread) |")
         resultLines.append(
             ResultLine(
-                workload: w.name, durability: mode, ours: finite(o), sqlite: finite(b), ratio: finite(b.map { o / $0 }),
+                workload: w.name, durability: mode, ours: finite(o), sqlite: finite(b), ratio: finite(o / b),
                 ratioPerRound: perRound.filter(\.isFinite)))
     }
-    let firstQuery = ours.map(\.firstQueryAfterReopen).min() ?? .nan
+    let firstQuery = ours.compactMap(\.firstQueryAfterReopen).min() ?? .nan
     print("| (first query after the reopen: builds the row table) | \(mode) | \(cell(firstQuery, "s")) | — | — | — |")
     for (o, b) in zip(ours, base) where b.indexedRows != o.indexedRows || b.scanRows != o.scanRows || b.reopenedRows != o.reopenedRows {
         print("warning: row counts differ from SQLite: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), "
