@@ -180,7 +180,7 @@ public final class FileStore: PersistentStore {
 
     /// Stores open in this process, by ``StoreLock/key(forStoreAt:)``, so that coordinators
     /// share them.
-    private static let openStores = Lock<[String: WeakFileStore]>([:])
+    static let openStores = Lock<[String: WeakFileStore]>([:])
 
     /// Opens (or creates) the store at `url` for `model`, or returns the store already open
     /// at that path in this process.
@@ -232,6 +232,7 @@ public final class FileStore: PersistentStore {
                 }
                 return existing
             }
+            FileStore.closesOpenStoresAtExit
             let store = try FileStore(path: path, key: key, url: url, model: model, options: options)
             stores[key] = WeakFileStore(store: store)
             return store
