@@ -149,7 +149,8 @@ func runBookshelf() async throws {
     for book in remaining { print("   \(BookSummary(book))") }
 
     // 10. Remove the store (which closes its file) and open the file again in a new
-    //     container: the saves are on disk.
+    //     container: the saves are on disk. The reopened store needs no removal: it closes
+    //     when the program exits.
     for store in container.persistentStoreCoordinator.persistentStores { try container.persistentStoreCoordinator.remove(store) }
     let reopened = NSPersistentContainer(name: "Bookshelf", managedObjectModel: model)
     reopened.persistentStoreDescriptions = [NSPersistentStoreDescription(url: storeURL)]
@@ -161,7 +162,6 @@ func runBookshelf() async throws {
         return try reader.fetch(request).map(\.title)
     }
     step(10, "Reopened \(storeURL.path): \(titles.count) books on disk — \(titles.joined(separator: ", ")).")
-    for store in reopened.persistentStoreCoordinator.persistentStores { try reopened.persistentStoreCoordinator.remove(store) }
     print("\nDone.")
 }
 

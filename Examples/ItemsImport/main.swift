@@ -152,7 +152,3 @@ for (title, price) in try queries.mostExpensive(3, inCategory: 7) {
     say(String(format: "  %@ — %.2f", title, price))
 }
 
-// Closes the store: a program that exits with the store still open leaves its `-lock` file,
-// and the next open then checks the whole file as after a crash.
-let coordinator = library.container.persistentStoreCoordinator
-for store in coordinator.persistentStores { try coordinator.remove(store) }
