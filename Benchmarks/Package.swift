@@ -30,6 +30,10 @@ let package = Package(
             dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline"]
         ),
         .executableTarget(
+            name: "QueryBenchmark",
+            dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline", "BenchmarkSupport"]
+        ),
+        .executableTarget(
             name: "ExecutorBenchmark",
             dependencies: [.product(name: "ModelActorKit", package: "PersistenceKit")]
         ),

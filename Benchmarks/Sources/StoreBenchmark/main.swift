@@ -284,37 +284,18 @@ func runInFreshProcess(_ side: String, n: Int, durability: FileStore.Durability)
 }
 
 let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 100_000 : 100_000
-let rounds = max(1, Int(ProcessInfo.processInfo.environment["PK_BENCH_ROUNDS"] ?? "") ?? 3)
-
-func cell(_ x: Double, _ unit: String) -> String {
-    guard x.isFinite else { return "—" }
-    switch unit {
-    case "s": return String(format: "%.1f ms", x * 1000)
-    default: return String(format: "%.1f µs", x)
-    }
-}
+let rounds = benchmarkRounds
 
 /// The timed workloads of a `Figures`, in table order.
-let workloads: [(name: String, unit: String, time: (Figures) -> Double)] = [
-    ("insert \(n) + save", "s", { $0.insertSave }),
-    ("1,000 single-object saves (per save)", "µs", { $0.singleSave }),
-    ("100 indexed equality fetches", "s", { $0.indexedFetch }),
-    ("1 non-indexed filtered fetch", "s", { $0.scanFetch }),
-    ("reopen + count", "s", { $0.reopenCount }),
+let workloads: [(name: String, unit: Comparison.Unit, time: (Figures) -> Double)] = [
+    ("insert \(n) + save", .seconds, { $0.insertSave }),
+    ("1,000 single-object saves (per save)", .microseconds, { $0.singleSave }),
+    ("100 indexed equality fetches", .seconds, { $0.indexedFetch }),
+    ("1 non-indexed filtered fetch", .seconds, { $0.scanFetch }),
+    ("reopen + count", .seconds, { $0.reopenCount }),
 ]
 
-/// One line of the table, as `PK_BENCH_JSON` writes it (times in seconds, single saves in µs).
-struct ResultLine: Encodable {
-    var workload: String
-    var durability: String
-    var ours: Double?
-    var sqlite: Double?
-    var ratio: Double?
-    var ratioPerRound: [Double]
-}
-var resultLines: [ResultLine] = []
-/// JSON has no NaN: a missing figure is null.
-func finite(_ x: Double) -> Double? { x.isFinite ? x : nil }
+var resultLines: [Comparison] = []
 
 print("Store benchmark, N = \(n), release build, best of \(rounds) rounds, SQLite \(sqliteVersion). Ratio = ours / SQLite (lower is better).")
 print("| workload | durability | PersistenceKit | SQLite | ratio | ratio per round |")
@@ -327,26 +308,15 @@ for (durability, mode) in [(FileStore.Durability.full, "FULL"), (.normal, "NORMA
         base.append(try runInFreshProcess("sqlite", n: n, durability: durability))
     }
     for w in workloads {
-        let o = ours.map(w.time).min() ?? .nan
-        let b = base.map(w.time).min() ?? .nan
-        let perRound = zip(ours, base).map { w.time($0) / w.time($1) }
-        let spread = String(format: "%.2f–%.2f", perRound.min() ?? .nan, perRound.max() ?? .nan)
-        print("| \(w.name) | \(mode) | \(cell(o, w.unit)) | \(cell(b, w.unit)) | \(String(format: "%.2f", o / b)) | \(spread) |")
-        resultLines.append(
-            ResultLine(
-                workload: w.name, durability: mode, ours: finite(o), sqlite: finite(b), ratio: finite(o / b),
-                ratioPerRound: perRound.filter(\.isFinite)))
+        let line = Comparison(w.name, durability: mode, unit: w.unit, ours: ours.map(w.time), sqlite: base.map(w.time))
+        print("| \(([w.name, mode] + line.cells).joined(separator: " | ")) |")
+        resultLines.append(line)
     }
-    let firstQuery = ours.compactMap(\.firstQueryAfterReopen).min() ?? .nan
-    print("| (first query after the reopen: builds the row table) | \(mode) | \(cell(firstQuery, "s")) | — | — | — |")
+    let firstQuery = Comparison("first query after the reopen", durability: mode, unit: .seconds, ours: ours.map(\.firstQueryAfterReopen), sqlite: [])
+    print("| (first query after the reopen: builds the row table) | \(mode) | \(firstQuery.cells[0]) | — | — | — |")
     for (o, b) in zip(ours, base) where b.indexedRows != o.indexedRows || b.scanRows != o.scanRows || b.reopenedRows != o.reopenedRows {
         print("warning: row counts differ from SQLite: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), "
             + "SQLite \(b.indexedRows)/\(b.scanRows)/\(b.reopenedRows)")
     }
 }
-if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(resultLines).write(to: URL(fileURLWithPath: path))
-    print("wrote \(path)")
-}
+try writeJSONIfAsked(resultLines)
