@@ -5,7 +5,7 @@ import Testing
 /// Filtered scans judge conditions on the encoded rows (`RowMatcher`), numbers and dates
 /// straight from their bytes; the answer must be the one `StoreValue.compare` gives for the
 /// decoded value, for every operator.
-@Suite struct ConditionMatchingTests {
+@Suite("Filtered scans match conditions on encoded rows") struct ConditionMatchingTests {
     static let values: [StoreValue] = [
         .null, .integer(-5), .integer(0), .integer(7), .integer(.max), .double(-1.5), .double(0), .double(7),
         .double(.infinity), .double(.nan), .bool(true), .string("7"), .date(Date(timeIntervalSinceReferenceDate: 7)),

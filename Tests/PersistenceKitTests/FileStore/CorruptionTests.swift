@@ -8,7 +8,7 @@ import Glibc
 
 /// Damaged store files: each kind of damage gives a typed ``FileStoreError`` naming the file
 /// and the byte offset; never a crash, never a silently shortened store.
-@Suite struct CorruptionTests {
+@Suite("Damaged store files give typed errors") struct CorruptionTests {
     /// Writes a small, cleanly closed store (three transactions and a close record) and
     /// returns its bytes.
     @discardableResult
@@ -187,8 +187,38 @@ import Glibc
         try Self.expectDamage(folder.storeURL, .corrupt, at: records[3])
     }
 
-    /// Found in review: a damaged length that ran past the end made recovery cut the file
-    /// there, dropping every save after it. Only a last record may be unfinished.
+    /// Record numbers must run on: a record dropped from the middle (or a copy of one put
+    /// after it) is reported where the sequence breaks, after a clean close and after a
+    /// crash alike, instead of the file opening without the dropped record's rows.
+    @Test(arguments: [false, true]) func aMissingOrRepeatedRecordIsReported(crashed: Bool) throws {
+        let folder = try TemporaryFolder()
+        let bytes = try CorruptionTests.makeCleanStore(folder.storeURL)
+        let records = FSSupport.recordOffsets(bytes)
+        #expect(records.count >= 4, "three saves and a close record")
+        let lock = folder.storeURL.path + "-lock"
+        func expectBreak(_ damaged: [UInt8], at offset: Int) throws {
+            try FSSupport.write(damaged, to: folder.storeURL)
+            try? FileManager.default.removeItem(atPath: lock)
+            if crashed { _ = FileManager.default.createFile(atPath: lock, contents: nil) }
+            let error = try CorruptionTests.openError(folder.storeURL)
+            #expect(error?.kind == .corrupt)
+            #expect(error?.offset == offset + 12, "\(String(describing: error))")
+        }
+        var dropped = bytes
+        dropped.removeSubrange(records[1]..<records[2])
+        try expectBreak(dropped, at: records[1])
+        var repeated = bytes
+        repeated.insert(contentsOf: bytes[records[0]..<records[1]], at: records[1])
+        try expectBreak(repeated, at: records[1])
+        // The file as it was opens.
+        try FSSupport.write(bytes, to: folder.storeURL)
+        try? FileManager.default.removeItem(atPath: lock)
+        #expect(try CorruptionTests.openError(folder.storeURL) == nil)
+    }
+
+    /// A damaged length that runs past the end of the file is reported, not cut: only a last
+    /// record may be unfinished. (Recovery used to cut the file there, dropping every save
+    /// after it.)
     @Test func aDamagedLengthWithSavesAfterItIsReportedNotCut() throws {
         let folder = try TemporaryFolder()
         let bytes = try Self.makeCleanStore(folder.storeURL)
@@ -320,6 +350,17 @@ import Glibc
         let error = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL) }
         #expect(error?.kind == .newerFormatVersion(found: version, supported: FileStoreFormat.version))
         #expect(error?.offset == 8)
+    }
+
+    /// A bit flip in the version field fails the header checksum: it is damage, not a file of
+    /// a newer format. (It used to be reported as a newer format.)
+    @Test func aBitFlipInTheHeaderVersionIsDamageNotANewerFormat() throws {
+        let folder = try TemporaryFolder()
+        var bytes = try CorruptionTests.makeCleanStore(folder.storeURL)
+        bytes[8] ^= 0x01  // 2 → 3; the header checksum no longer matches
+        try FSSupport.write(bytes, to: folder.storeURL)
+        let error = try CorruptionTests.openError(folder.storeURL)
+        #expect(error?.kind == .corrupt, "a header whose checksum fails is reported as \(String(describing: error?.kind))")
     }
 
     @Test(arguments: [1, 5, 63, 64, 100, 4096, 100_000])

@@ -14,7 +14,7 @@ import Glibc
 /// "counter" Shelf's name to the batch number, and rewrites the titles of a few earlier books
 /// (suffix `~batch`). So after any crash: every batch has 0 or 5 books, the counter equals the
 /// highest batch present, and no title names a batch above the counter.
-@Suite(.serialized) struct CrashTests {
+@Suite("A process killed while saving loses no acknowledged save", .serialized) struct CrashTests {
     /// How many kills each variant runs; 350 in total.
     static let fullKills = 150
     static let normalKills = 100

@@ -2,20 +2,7 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-/// A fresh folder per test, removed at the end.
-struct TemporaryFolder: ~Copyable {
-    let url: URL
-    init(_ name: String = #function) throws {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("PersistenceKitTests-\(safe)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    var storeURL: URL { url.appendingPathComponent("store.pkstore") }
-}
-
-@Suite struct FileStoreBasicsTests {
+@Suite("File store basics: saving, reopening, destroying") struct FileStoreBasicsTests {
     func container(at url: URL, name: String = #function) throws -> NSPersistentContainer {
         let container = NSPersistentContainer(name: name, managedObjectModel: try Fixtures.model())
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-// Helpers shared by the FileStore crash, fault-injection, corruption and round-trip suites.
+// Support shared by the file store's test suites (and by the context, fetch and to-many
+// suites that open a file store).
 
 enum FSSupport {
     /// A container whose one store is the file store at `url` (optionally with a durability).
@@ -143,5 +144,152 @@ struct FSRandom: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// A fresh folder per test, removed at the end.
+struct TemporaryFolder: ~Copyable {
+    let url: URL
+    init(_ name: String = #function) throws {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("PersistenceKitTests-\(safe)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    var storeURL: URL { url.appendingPathComponent("store.pkstore") }
+}
+
+// MARK: - A store behind the fault-injecting file layer
+
+extension FSSupport {
+    /// A store opened through the faulty file layer, with a context on it.
+    struct Rig {
+        let url: URL
+        let plan = FaultPlan()
+        let model: NSManagedObjectModel
+        let store: FileStore
+        let context: NSManagedObjectContext
+
+        init(_ url: URL, compactionThreshold: Int = 64 << 10, durability: FileStore.Durability = .full) throws {
+            self.url = url
+            model = try Fixtures.model()
+            store = try FileStore.open(
+                at: url, model: model,
+                options: FileStore.Options(
+                    durability: durability, fileSystem: FaultyFileSystem(plan: plan), compactionThreshold: compactionThreshold))
+            context = try FSSupport.context(for: store, model: model)
+        }
+
+        /// Inserts books with these titles and saves.
+        func insert(_ titles: [String]) throws {
+            try FSSupport.insertBooks(context, titles)
+        }
+
+        func save() throws { try context.performAndWait { try context.save() } }
+
+        /// The titles the store holds, read through a fresh coordinator and context.
+        func storedTitles() throws -> [String] {
+            try FSSupport.titles(in: store, model: model)
+        }
+    }
+
+    static func titles(in store: FileStore, model: NSManagedObjectModel) throws -> [String] {
+        let context = try FSSupport.context(for: store, model: model)
+        return try context.performAndWait { try context.fetch(Book.fetchRequest()).map(\.title).sorted() }
+    }
+
+    /// Opens the store again with the real file system (strictly, when it was closed cleanly)
+    /// and returns its titles.
+    static func reopenedTitles(_ url: URL) throws -> [String] {
+        let model = try Fixtures.model()
+        let store = try FileStore.open(at: url, model: model)
+        defer { try? store.close() }
+        return try titles(in: store, model: model)
+    }
+
+    /// Checks that a failed save came out as a typed error carrying the store's I/O error.
+    static func expectTypedSaveFailure(
+        _ error: any Error, errno expected: Int32, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        guard let error = error as? CoreDataError else {
+            Issue.record("the save threw \(type(of: error)), not CoreDataError: \(error)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(error.code == .persistentStoreSave, sourceLocation: sourceLocation)
+        // The store's typed error must travel with the save error (CoreDataError.underlying).
+        let cause = error.underlying as? FileStoreError
+        #expect(
+            cause?.kind == .io && cause?.underlying?.code == expected,
+            "the save error should carry the store's FileStoreError (.io, errno \(expected)) as underlying: \(error)",
+            sourceLocation: sourceLocation)
+    }
+
+    static func diskSize(_ url: URL) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? -1
+    }
+
+    /// Inserts `count` books and rewrites each title `rewrites` times, one save per rewrite.
+    static func churn(_ rig: Rig, books count: Int, rewrites: Int) throws -> [String] {
+        try rig.context.performAndWait {
+            var books: [Book] = []
+            for i in 0..<count {
+                let b = Book(context: rig.context)
+                b.title = "book \(i)"
+                b.pages = Int64(i)
+                books.append(b)
+            }
+            try rig.context.save()
+            for r in 0..<rewrites {
+                for (i, b) in books.enumerated() { b.title = "book \(i) rev \(r) " + String(repeating: "x", count: 40) }
+                try rig.context.save()
+            }
+            return books.map(\.title).sorted()
+        }
+    }
+
+    /// Saves one book per title, one save each, through a context on `store`.
+    static func saveEach(_ store: FileStore, _ model: NSManagedObjectModel, _ titles: [String]) throws {
+        let context = try FSSupport.context(for: store, model: model)
+        try context.performAndWait {
+            for t in titles {
+                Book(context: context).title = t
+                try context.save()
+            }
+        }
+    }
+}
+
+// MARK: - One entity with indexed and unindexed copies of awkward values
+
+/// One object with an indexed and an unindexed copy of attributes whose values compare
+/// oddly (NaN doubles and dates, relative URLs; also a decimal that may be NaN), so a fetch
+/// through the index can be checked against a scan.
+final class FSItem: NSManagedObject {
+    @Attribute var key: Int64 = 0
+    @Attribute(.indexed) var iDouble: Double = 0
+    @Attribute(.indexed) var iDate: Date = Date(timeIntervalSinceReferenceDate: 0)
+    @Attribute var pDate: Date = Date(timeIntervalSinceReferenceDate: 0)
+    @Attribute var amount: Decimal?
+    @Attribute(.indexed) var iURL: URL?
+    @Attribute var pURL: URL?
+}
+
+extension FSSupport {
+    /// A model of ``FSItem`` alone.
+    static func itemModel() throws -> NSManagedObjectModel { try NSManagedObjectModel(managedObjectClasses: [FSItem.self]) }
+
+    /// Opens the store at `url`, runs `body` on a context, and closes the store.
+    static func withItemStore<T>(_ url: URL, _ body: (NSManagedObjectContext) throws -> T) throws -> T {
+        let container = try FSSupport.container(at: url, model: try itemModel())
+        defer { try? FSSupport.close(container) }
+        let context = container.newBackgroundContext()
+        return try context.performAndWait { try body(context) }
+    }
+
+    static func itemKeys(_ context: NSManagedObjectContext, _ predicate: Predicate<FSItem>) throws -> [Int64] {
+        let request = FSItem.fetchRequest()
+        request.predicate = predicate
+        return try context.fetch(request).map(\.key).sorted()
     }
 }

@@ -24,9 +24,9 @@ final class PEItem: NSManagedObject {
 }
 
 /// Store-side filtering gives what evaluating the predicate in memory gives, for predicates
-/// the store used to get wrong (found in review). Every case is checked on the file store
+/// the store used to get wrong. Every case is checked on the file store
 /// against the same predicate made untranslatable (`|| false`), which runs in memory.
-@Suite struct PredicateEdgeTests {
+@Suite("Store-side filtering agrees with evaluation in memory") struct PredicateEdgeTests {
     private static func context(_ folder: borrowing TemporaryFolder) throws -> (FileStore, NSManagedObjectContext) {
         let model = try NSManagedObjectModel(managedObjectClasses: [PEItem.self])
         let store = try FileStore.open(at: folder.storeURL, model: model)
@@ -74,8 +74,8 @@ final class PEItem: NSManagedObject {
         #expect(entity.attributeIndex(forKeyPath: \PEItem.doubled) == nil)
     }
 
-    /// Found in a compatibility review: properties that return the probe's sample values
-    /// unchanged, but not every value, were filtered by the store as their attribute.
+    /// Properties that return the probe's sample values unchanged, but not every value, are
+    /// not filtered by the store as their attribute (they used to be).
     @Test func clampingAndTrimmingPropertiesAreNotFilteredAsTheAttribute() throws {
         let folder = try TemporaryFolder()
         let (store, context) = try Self.context(folder)

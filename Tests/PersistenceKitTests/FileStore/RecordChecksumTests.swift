@@ -5,7 +5,7 @@ import Testing
 /// format depends on them) and checks that damage of the kinds a store file suffers changes
 /// the result, on sizes on both sides of the 8-byte word, 64-byte stripe and 1024-byte block
 /// boundaries.
-@Suite struct RecordChecksumTests {
+@Suite("The record checksum of format version 2") struct RecordChecksumTests {
     /// Sizes around every boundary of the algorithm: empty, partial word, word, short path
     /// limit, one stripe, stripe plus tail, a block of stripes, and several blocks plus tail.
     static let sizes = [0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 127, 128, 1000, 1023, 1024, 1025, 1088, 1089, 4096 + 13]

@@ -6,7 +6,7 @@ import Testing
 /// overwrite allocated blocks (`FileStore.reservation(forDataSize:)`). The zeros must never be mistaken
 /// for data or damage: a clean close drops them, recovery after a crash cuts them, and an
 /// unfinished record written into them is cut too — unless an intact record follows it.
-@Suite struct ReservationTests {
+@Suite("Space reserved ahead at full durability") struct ReservationTests {
     private static func diskSize(_ url: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? -1
     }

@@ -78,9 +78,9 @@ final class LockWatchingFile: StoreFile {
     }
 }
 
-@Suite struct StoreLockTests {
-    /// Found in CI: a store that let go of its lock, opened again while another thread spawned
-    /// a process, failed with "locked by another process". The `flock` lock belonged to the
+@Suite("The store lock") struct StoreLockTests {
+    /// A store that let go of its lock, opened again while another thread spawned a process,
+    /// used to fail with "locked by another process". The `flock` lock belonged to the
     /// open file description, which the child shared until it exec'd. A forked child that
     /// never execs makes that window as long as the test needs; a close that fails keeps
     /// `-lock` (a cleanly closed store removes it, and a new file has a new lock).
@@ -148,5 +148,53 @@ final class LockWatchingFile: StoreFile {
         let reopened = try FileStore.open(at: url, model: model, options: options)
         freed.wait()
         return reopened
+    }
+
+    /// Another process opening an open store gets `lockedByAnotherProcess`; once this process
+    /// closes it, the other process opens it.
+    @Test func aSecondProcessGetsLockedByAnotherProcess() async throws {
+        let folder = try TemporaryFolder()
+        let container = try FSSupport.container(at: folder.storeURL)
+        let path = folder.storeURL.path
+        await FSSupport.expectLockedInAnotherProcess(path)
+        // Once this process closes it, another process can open it.
+        try FSSupport.close(container)
+        await #expect(processExitsWith: .success) { [path = path as String] in
+            let store = try FileStore.open(at: URL(fileURLWithPath: path), model: try Fixtures.model())
+            try store.close()
+        }
+    }
+
+    /// The store was cut short after a clean close (its last save and close record partly
+    /// gone): a strict open reports `truncated`. One open whose lock call fails with an I/O
+    /// error leaves the `-lock` it just created; every later open then took the file for
+    /// crashed, cut the damaged tail and opened without a word. A failed lock call now removes
+    /// the `-lock` its open created, and the damage is still reported.
+    @Test func anOpenWhoseLockCallFailsLeavesNoLockFileBehind() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        do {
+            let store = try FileStore.open(at: folder.storeURL, model: model)
+            let context = try FSSupport.context(for: store, model: model)
+            try FSSupport.insertBooks(context, ["first"])
+            try FSSupport.insertBooks(context, ["second"])
+            try store.close()
+        }
+        var bytes = try FSSupport.bytes(folder.storeURL)
+        let offsets = FSSupport.recordOffsets(bytes)
+        let lastSave = offsets[offsets.count - 2]
+        bytes.removeLast(bytes.count - (lastSave + 30))  // the last save and the close record cut short
+        try FSSupport.write(bytes, to: folder.storeURL)
+        #expect(try CorruptionTests.openError(folder.storeURL)?.kind == .truncated)
+
+        let failing = #expect(throws: FileStoreError.self) {
+            try FileStore.open(at: folder.storeURL, model: model, options: FileStore.Options(fileSystem: LockFailingFileSystem()))
+        }
+        #expect(failing?.kind == .io)
+        #expect(
+            !FileManager.default.fileExists(atPath: folder.storeURL.path + "-lock"),
+            "the failed open left the -lock it created")
+        let error = try CorruptionTests.openError(folder.storeURL)
+        #expect(error?.kind == .truncated, "the damaged store now opens as recovered, its last save silently cut: \(String(describing: error))")
     }
 }

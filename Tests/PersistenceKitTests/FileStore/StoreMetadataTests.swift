@@ -4,7 +4,7 @@ import Testing
 
 /// A store's metadata, read without opening it, and the model check Core Data code runs on
 /// it before loading a store.
-@Suite struct StoreMetadataTests {
+@Suite("Store metadata and the model check") struct StoreMetadataTests {
     /// A model whose Book has one attribute more than the fixtures' (so another layout).
     final class Note: NSManagedObject {
         @Attribute var text: String = ""
@@ -94,5 +94,37 @@ import Testing
             try NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSInMemoryStoreType, at: url)
         }
         #expect(error?.code == .persistentStoreInvalidType)
+    }
+
+    @Test func openingWithADifferentModelNamesBothHashes() throws {
+        let folder = try TemporaryFolder()
+        let storeModel = try Fixtures.model()
+        let otherModel = try RoundTripTests.model()
+        try RoundTripTests.withStore(folder.storeURL, model: storeModel) { context in
+            Book(context: context).title = "kept"
+            try context.save()
+        }
+        let expected = FileStoreError.Kind.modelMismatch(storeHash: storeModel.layoutHashString, modelHash: otherModel.layoutHashString)
+
+        let direct = #expect(throws: FileStoreError.self) { try FileStore.open(at: folder.storeURL, model: otherModel) }
+        #expect(direct?.kind == expected)
+        #expect(direct?.path == FSSupport.path(folder.storeURL))
+        #expect(direct?.description.contains(storeModel.layoutHashString) == true)
+        #expect(direct?.description.contains(otherModel.layoutHashString) == true)
+
+        // Through a coordinator, Core Data's code for it (134100), with both hashes.
+        let viaContainer = #expect(throws: CoreDataError.self) { _ = try FSSupport.container(at: folder.storeURL, model: otherModel) }
+        #expect(viaContainer?.code == .persistentStoreIncompatibleVersionHash)
+        #expect((viaContainer?.underlying as? FileStoreError)?.kind == expected)
+        #expect(viaContainer?.message.contains(storeModel.layoutHashString) == true)
+        #expect(viaContainer?.message.contains(otherModel.layoutHashString) == true)
+
+        // While the store is open in this process with its model, the same error.
+        let container = try FSSupport.container(at: folder.storeURL, model: storeModel)
+        let whileOpen = #expect(throws: FileStoreError.self) { try FileStore.open(at: folder.storeURL, model: otherModel) }
+        #expect(whileOpen?.kind == expected)
+        // Nothing was harmed: the store still has its data.
+        #expect(try FSSupport.books(container).map(\.title) == ["kept"])
+        try FSSupport.close(container)
     }
 }

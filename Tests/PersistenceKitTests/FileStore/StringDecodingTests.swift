@@ -4,7 +4,7 @@ import Testing
 
 /// Stored strings are read back byte for byte: ASCII takes a fast path with no check after
 /// decoding, everything else is checked, and invalid UTF-8 is damage, never repaired.
-@Suite struct StringDecodingTests {
+@Suite("Stored strings read back byte for byte") struct StringDecodingTests {
     /// Encodes `bytes` as a stored string (u32 length, then the bytes) and reads it back.
     private func read(_ bytes: [UInt8]) throws(FileStoreError) -> String {
         var writer = ByteWriter()

@@ -1,6 +1,12 @@
 import Foundation
+import Synchronization
+import TestSupport
 import Testing
 @testable import PersistenceKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A power cut during a `normal`-durability session: its saves were never synced, so the
 /// disk may hold a later record whole and an earlier one damaged. Recovery cuts at the
@@ -8,7 +14,7 @@ import Testing
 /// save before it — a consistent earlier state — instead of refusing the file. Damage in
 /// what was synced, or after a `full` session, is still reported. (The missing piece behind
 /// "normal durability is crash-consistent": before, such a file was refused as corrupt.)
-@Suite struct SyncedPrefixTests {
+@Suite("Recovery of a normal-durability session's unsynced saves") struct SyncedPrefixTests {
     /// Saves `titles` one save each.
     static func save(_ context: NSManagedObjectContext, _ titles: [String]) throws {
         try context.performAndWait {
@@ -120,6 +126,153 @@ import Testing
         let compacted = store.fileSize
         try Self.save(context, ["c"])
         #expect(try recorded() == compacted)
+        try store.close()
+    }
+
+    // MARK: Power cuts after the record is cleared
+    //
+    // A power cut is modelled as: every byte a file held at its last successful fsync is on
+    // disk; bytes written after it may or may not be, page by page, in any order
+    // (Docs/StoreFormat.md, "normal durability"). The store file is a `PowerLossFile` whose
+    // syncs persist and succeed.
+
+    static let page = 4096
+
+    /// What a power cut can leave of `bytes` when `durable` is what the last fsync of the
+    /// file covered: every whole page of record `index` that lies past the synced part is
+    /// lost (zeros: never written back), every other page was written back.
+    static func losingPages(of index: Int, in bytes: [UInt8], durable: [UInt8]) -> [UInt8] {
+        let records = FSSupport.recordOffsets(bytes)
+        let start = records[index]
+        let end = index + 1 < records.count ? records[index + 1] : bytes.count
+        let first = max((start + page - 1) / page * page, (durable.count + page - 1) / page * page)
+        let last = end / page * page
+        var image = bytes
+        if first < last { for i in first..<last { image[i] = 0 } }
+        return image
+    }
+
+    /// Expects the power-cut image to open, holding the saves of some prefix of `history`
+    /// (the titles in save order): the state after the last save it kept.
+    static func expectAPrefixState(
+        _ result: Result<[String], FileStoreError>, of history: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let prefixes = (0...history.count).map { Array(history.prefix($0)).sorted() }
+        switch result {
+        case let .success(titles):
+            #expect(prefixes.contains(titles), "\(what): \(titles) is not the state after any save", sourceLocation: sourceLocation)
+        case let .failure(error):
+            Issue.record("\(what): the store no longer opens: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Writes `store` and `lock` as a store and its `-lock` in a fresh folder, opens it with
+    /// the POSIX layer and returns the titles, or the open's error.
+    static func openPowerCutImage(store: [UInt8], lock: [UInt8]) throws -> Result<[String], FileStoreError> {
+        let folder = try TemporaryFolder()
+        try FSSupport.write(store, to: folder.storeURL)
+        try FSSupport.write(lock, to: URL(fileURLWithPath: folder.storeURL.path + "-lock"))
+        let model = try Fixtures.model()
+        do {
+            let opened = try FileStore.open(at: folder.storeURL, model: model)
+            defer { try? opened.close() }
+            let titles = try FSSupport.titles(in: opened, model: model)
+            return .success(titles)
+        } catch let e as FileStoreError {
+            return .failure(e)
+        }
+    }
+
+    static let big = String(repeating: "x", count: 3 * page)
+
+    /// A store at `normal` durability with one save synced by a clean close, then reopened
+    /// with `options` and given two more saves (`big` first) that no fsync covered; open.
+    /// Records: synced, close, big, lost 2.
+    static func storeWithUnsyncedSaves(
+        _ folder: borrowing TemporaryFolder, _ model: NSManagedObjectModel, _ options: FileStore.Options
+    ) throws -> FileStore {
+        do {
+            let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
+            try FSSupport.saveEach(store, model, ["synced"])
+            try store.close()
+        }
+        let store = try FileStore.open(at: folder.storeURL, model: model, options: options)
+        try FSSupport.saveEach(store, model, [big, "lost 2"])
+        return store
+    }
+
+    /// A `normal` session appends two saves and the process dies (its `-lock` records where
+    /// its unsynced appends begin). The next open finds nothing to cut; before it clears that
+    /// record it syncs the file, so a power cut afterwards that loses a page of the crashed
+    /// session's first save cannot happen: the store comes back in the state after some save.
+    /// (Before the fix the record was cleared with the appends unsynced, and the damage such
+    /// a cut leaves made the store refuse to open as corrupt.)
+    @Test(arguments: [FileStore.Durability.normal, .full])
+    func aRecoveringOpenSyncsTheFileBeforeItForgetsTheSyncedPrefix(next: FileStore.Durability) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let recorder = PowerCutRecorder()
+        let fs = PowerCutFileSystem(recorder: recorder)
+        do {
+            let store = try Self.storeWithUnsyncedSaves(folder, model, .init(durability: .normal, fileSystem: fs))
+            store.state.withLock { store.stop(&$0) }  // the process dies: -lock (with its record) stays
+        }
+        let store = try FileStore.open(at: folder.storeURL, model: model, options: .init(durability: next, fileSystem: fs))
+        if next == .normal { try FSSupport.saveEach(store, model, ["after"]) }
+        // Power cut now. Records: synced, close, big, lost 2 (, after).
+        let image = Self.losingPages(
+            of: 2, in: try FSSupport.bytes(folder.storeURL), durable: recorder.durable.withLock { $0 })
+        let lock = try FSSupport.bytes(URL(fileURLWithPath: folder.storeURL.path + "-lock"))
+        let result = try Self.openPowerCutImage(store: image, lock: lock)
+        Self.expectAPrefixState(
+            result, of: ["synced", Self.big, "lost 2"] + (next == .normal ? ["after"] : []),
+            "power cut after a recovering open (\(next)) lost an unsynced page of the crashed session's first save")
+        try store.close()
+    }
+
+    /// A `normal` session appends two saves, then compacts. Compaction clears the record in
+    /// `-lock` before its rename, so it syncs the old file first: if the rename fails (the
+    /// store carries on with the old file), or a power cut comes before the folder sync that
+    /// makes the rename durable (the old file comes back), the old file still reopens in the
+    /// state after some save. (Before the fix its unsynced tail was covered by no record, and
+    /// damage there was refused as corrupt.)
+    @Test(arguments: ["rename fails", "rename lost by power cut"])
+    func compactionAtNormalDurabilitySyncsTheOldFileBeforeItForgetsTheSyncedPrefix(how: String) throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let recorder = PowerCutRecorder()
+        let fs = PowerCutFileSystem(recorder: recorder)
+        let options = FileStore.Options(durability: .normal, fileSystem: fs, compactionThreshold: 1 << 40)
+        let store = try Self.storeWithUnsyncedSaves(folder, model, options)
+        let old: (store: [UInt8], lock: [UInt8])
+        if how == "rename fails" {
+            recorder.failRename.store(true, ordering: .relaxed)
+            #expect(throws: FileStoreError.self) { try store.compact() }
+            old = (try FSSupport.bytes(folder.storeURL), try FSSupport.bytes(URL(fileURLWithPath: folder.storeURL.path + "-lock")))
+        } else {
+            try store.compact()
+            old = try #require(recorder.atRename.withLock { $0 })
+        }
+        // Records of the old file: synced, close, big, lost 2. (Only the old file's own syncs
+        // count: -compact is not tracked.)
+        let image = Self.losingPages(of: 2, in: old.store, durable: recorder.durable.withLock { $0 })
+        let result = try Self.openPowerCutImage(store: image, lock: old.lock)
+        Self.expectAPrefixState(
+            result, of: ["synced", Self.big, "lost 2"], "power cut (\(how)) lost an unsynced page of the session's first save")
+        try store.close()
+    }
+
+    /// The page loss the two tests above model, while the `normal` session's record is still
+    /// in `-lock`, is recovered: the damage model is one the format handles.
+    @Test func thePageLossIsRecoveredWhileTheRecordIsKept() throws {
+        let folder = try TemporaryFolder()
+        let model = try Fixtures.model()
+        let recorder = PowerCutRecorder()
+        let fs = PowerCutFileSystem(recorder: recorder)
+        let store = try Self.storeWithUnsyncedSaves(folder, model, .init(durability: .normal, fileSystem: fs))
+        let image = Self.losingPages(of: 2, in: try FSSupport.bytes(folder.storeURL), durable: recorder.durable.withLock { $0 })
+        let lock = try FSSupport.bytes(URL(fileURLWithPath: folder.storeURL.path + "-lock"))
+        #expect(try Self.openPowerCutImage(store: image, lock: lock).get() == ["synced"])
         try store.close()
     }
 }
