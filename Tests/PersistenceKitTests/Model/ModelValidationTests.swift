@@ -1,0 +1,427 @@
+import Foundation
+import Testing
+@testable import PersistenceKit
+
+final class MRBox: NSManagedObject {
+    @Relationship(inverse: "box", maxCount: 1) var things: Set<MRThing>
+}
+
+final class MRThing: NSManagedObject {
+    @Relationship(inverse: "things") var box: MRBox?
+}
+
+/// A relationship whose destination class is not given to the model.
+final class MTOrphanLink: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "book") var cover: Cover?
+}
+
+/// A relationship whose inverse name does not exist on the destination.
+final class MTBadInverseA: NSManagedObject {
+    @Relationship(inverse: "nothingHere") var b: MTBadInverseB?
+}
+
+final class MTBadInverseB: NSManagedObject {
+    @Attribute var name: String = ""
+}
+
+/// An inverse whose own destination is a third entity.
+final class MTMisA: NSManagedObject {
+    @Relationship(inverse: "owner") var items: Set<MTMisB>
+}
+
+final class MTMisB: NSManagedObject {
+    @Relationship(inverse: "items") var owner: MTMisC?
+}
+
+final class MTMisC: NSManagedObject {
+    @Relationship(inverse: "owner") var things: Set<MTMisB>
+}
+
+/// Two classes whose names collide as entity names.
+enum MTFirstScope {
+    final class MTSameName: NSManagedObject {
+        @Attribute var a: String = ""
+    }
+}
+
+enum MTSecondScope {
+    final class MTSameName: NSManagedObject {
+        @Attribute var b: String = ""
+    }
+}
+
+/// A model is checked when it is built from classes, added to a coordinator or loaded by a
+/// container; every problem is a `ModelError` naming the entity and property.
+@Suite("Model validation") struct ModelValidationTests {
+    // MARK: Helpers
+
+    /// The bookshelf model, built by hand with the description API.
+    static func handBuiltBookshelf() -> NSManagedObjectModel {
+        func attr(_ name: String, _ type: NSAttributeType, optional: Bool, default value: Any? = nil, indexed: Bool = false)
+            -> NSAttributeDescription
+        {
+            let a = NSAttributeDescription()
+            a.name = name
+            a.attributeType = type
+            a.isOptional = optional
+            a.defaultValue = value
+            a.isIndexed = indexed
+            return a
+        }
+        func rel(_ name: String, toMany: Bool, rule: NSDeleteRule) -> NSRelationshipDescription {
+            let r = NSRelationshipDescription()
+            r.name = name
+            r.maxCount = toMany ? 0 : 1
+            r.minCount = 0
+            r.deleteRule = rule
+            r.isOptional = true
+            return r
+        }
+        let shelf = NSEntityDescription()
+        shelf.name = "Shelf"
+        let book = NSEntityDescription()
+        book.name = "Book"
+        let author = NSEntityDescription()
+        author.name = "Author"
+        let cover = NSEntityDescription()
+        cover.name = "Cover"
+
+        let shelfBooks = rel("books", toMany: true, rule: .cascadeDeleteRule)
+        let bookShelf = rel("shelf", toMany: false, rule: .nullifyDeleteRule)
+        let bookAuthors = rel("authors", toMany: true, rule: .nullifyDeleteRule)
+        let bookCover = rel("cover", toMany: false, rule: .cascadeDeleteRule)
+        let authorBooks = rel("books", toMany: true, rule: .denyDeleteRule)
+        let coverBook = rel("book", toMany: false, rule: .nullifyDeleteRule)
+
+        shelfBooks.destinationEntity = book
+        shelfBooks.inverseRelationship = bookShelf
+        bookShelf.destinationEntity = shelf
+        bookShelf.inverseRelationship = shelfBooks
+        bookAuthors.destinationEntity = author
+        bookAuthors.inverseRelationship = authorBooks
+        authorBooks.destinationEntity = book
+        authorBooks.inverseRelationship = bookAuthors
+        bookCover.destinationEntity = cover
+        bookCover.inverseRelationship = coverBook
+        coverBook.destinationEntity = book
+        coverBook.inverseRelationship = bookCover
+
+        shelf.properties = [attr("name", .stringAttributeType, optional: false, default: ""), shelfBooks]
+        // Deliberately a different property order than the class declares.
+        book.properties = [
+            bookCover, bookAuthors, bookShelf,
+            attr("published", .dateAttributeType, optional: true),
+            attr("pages", .integer64AttributeType, optional: false, default: Int64(0), indexed: true),
+            attr("title", .stringAttributeType, optional: false, default: ""),
+        ]
+        author.properties = [attr("name", .stringAttributeType, optional: false, default: ""), authorBooks]
+        cover.properties = [attr("color", .stringAttributeType, optional: false, default: "white"), coverBook]
+
+        let model = NSManagedObjectModel()
+        model.entities = [cover, author, book, shelf]
+        return model
+    }
+
+    static func entity(_ name: String, _ properties: [NSPropertyDescription]) -> NSEntityDescription {
+        NSEntityDescription(name: name, properties: properties)
+    }
+
+    static func attribute(_ name: String, _ type: NSAttributeType) -> NSAttributeDescription {
+        NSAttributeDescription(name: name, type: type)
+    }
+
+    /// Links two relationships as each other's inverse.
+    static func pair(
+        _ a: NSRelationshipDescription, _ aDestination: NSEntityDescription,
+        _ b: NSRelationshipDescription, _ bDestination: NSEntityDescription
+    ) {
+        a.destinationEntity = aDestination
+        a.inverseRelationship = b
+        b.destinationEntity = bDestination
+        b.inverseRelationship = a
+    }
+
+    @Test func invalidModelAddedToACoordinatorFails() throws {
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: BITSupport.invalidModel())
+        let error = #expect(throws: CoreDataError.self) {
+            try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil)
+        }
+        #expect(error?.code == .coreData)
+        let modelError = try #require(error?.underlying as? ModelError)
+        #expect(modelError.kind == .unsupportedType(.transformableAttributeType))
+        #expect(modelError.entity == "Thing")
+        #expect(modelError.property == "blob")
+        #expect(error?.description.contains("Thing.blob") == true)
+        #expect(coordinator.persistentStores.isEmpty)
+
+        let model = BITSupport.invalidModel()
+        let direct = #expect(throws: CoreDataError.self) {
+            try NSPersistentStoreCoordinator(managedObjectModel: model).addPersistentStore(InMemoryStore(model: model))
+        }
+        #expect(direct?.code == .coreData)
+    }
+
+    /// A `Set` property with maxCount 1 described a to-one, and reading it trapped.
+    @Test func aSetPropertyWithMaxCountOneIsAModelError() throws {
+        let model = try? NSManagedObjectModel(managedObjectClasses: [MRBox.self, MRThing.self])
+        let error: ModelError?
+        if let model {
+            error = #expect(throws: ModelError.self) { try model.validate() }
+        } else {
+            error = #expect(throws: ModelError.self) { _ = try NSManagedObjectModel(managedObjectClasses: [MRBox.self, MRThing.self]) }
+        }
+        #expect(error?.kind == .invalidCount)
+        #expect(error?.entity == "MRBox" && error?.property == "things")
+    }
+
+    // MARK: Model errors
+
+    @Test func unknownDestinationFromClasses() {
+        let error = #expect(throws: ModelError.self) {
+            try NSManagedObjectModel(managedObjectClasses: [MTOrphanLink.self])
+        }
+        #expect(error?.kind == .unknownDestination("Cover"))
+        #expect(error?.entity == "MTOrphanLink")
+        #expect(error?.property == "cover")
+        #expect(error?.description.contains("MTOrphanLink.cover") == true)
+    }
+
+    @Test func unknownDestinationByHand() {
+        let stray = Self.entity("Stray", [])
+        let link = NSRelationshipDescription(name: "link")
+        let back = NSRelationshipDescription(name: "back")
+        let a = Self.entity("A", [link])
+        stray.properties = [back]
+        Self.pair(link, stray, back, a)
+        let model = NSManagedObjectModel(entities: [a])  // Stray is not in the model
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .unknownDestination("Stray"))
+        #expect(error?.entity == "A")
+        #expect(error?.property == "link")
+    }
+
+    @Test func relationshipWithoutDestination() {
+        let link = NSRelationshipDescription(name: "link")
+        let model = NSManagedObjectModel(entities: [Self.entity("A", [link])])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.entity == "A")
+        #expect(error?.property == "link")
+        if case .unknownDestination = error?.kind {} else { Issue.record("kind is \(String(describing: error?.kind))") }
+    }
+
+    @Test func missingInverse() {
+        let b = Self.entity("B", [Self.attribute("name", .stringAttributeType)])
+        let link = NSRelationshipDescription(name: "toB")
+        link.destinationEntity = b
+        let a = Self.entity("A", [link])
+        let model = NSManagedObjectModel(entities: [a, b])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .missingInverse)
+        #expect(error?.entity == "A")
+        #expect(error?.property == "toB")
+        #expect(error?.description.contains("A.toB") == true)
+    }
+
+    @Test func unknownInverseNameFromClasses() {
+        let error = #expect(throws: ModelError.self) {
+            try NSManagedObjectModel(managedObjectClasses: [MTBadInverseA.self, MTBadInverseB.self])
+        }
+        #expect(error?.kind == .unknownInverse("nothingHere"))
+        #expect(error?.entity == "MTBadInverseA")
+        #expect(error?.property == "b")
+    }
+
+    @Test func inverseOnAnotherEntity() {
+        // A.toB -> B, but its inverse is C.toA.
+        let toB = NSRelationshipDescription(name: "toB")
+        let toA = NSRelationshipDescription(name: "toA")
+        let a = Self.entity("A", [toB])
+        let b = Self.entity("B", [])
+        let c = Self.entity("C", [toA])
+        toB.destinationEntity = b
+        toB.inverseRelationship = toA
+        toA.destinationEntity = a
+        toA.inverseRelationship = toB
+        let model = NSManagedObjectModel(entities: [a, b, c])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .mismatchedInverse("toA"))
+        #expect(error?.entity == "A")
+        #expect(error?.property == "toB")
+    }
+
+    @Test func inverseThatPointsElsewhere() {
+        // A.first and A.second both name B.owner as inverse; B.owner points back at A.first only.
+        let first = NSRelationshipDescription(name: "first")
+        let second = NSRelationshipDescription(name: "second")
+        let owner = NSRelationshipDescription(name: "owner")
+        let a = Self.entity("A", [first, second])
+        let b = Self.entity("B", [owner])
+        Self.pair(first, b, owner, a)
+        second.destinationEntity = b
+        second.inverseRelationship = owner
+        let model = NSManagedObjectModel(entities: [a, b])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .mismatchedInverse("owner"))
+        #expect(error?.entity == "A")
+        #expect(error?.property == "second")
+    }
+
+    @Test func duplicateEntityNames() {
+        let model = NSManagedObjectModel(entities: [
+            Self.entity("Dup", [Self.attribute("x", .stringAttributeType)]),
+            Self.entity("Other", []),
+            Self.entity("Dup", [Self.attribute("y", .stringAttributeType)]),
+        ])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .duplicateEntity)
+        #expect(error?.entity == "Dup")
+        #expect(error?.property == nil)
+    }
+
+    @Test func duplicatePropertyNames() {
+        let model = NSManagedObjectModel(entities: [
+            Self.entity("E", [
+                Self.attribute("a", .stringAttributeType), Self.attribute("x", .stringAttributeType),
+                Self.attribute("x", .integer64AttributeType),
+            ])
+        ])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .duplicateProperty)
+        #expect(error?.entity == "E")
+        #expect(error?.property == "x")
+    }
+
+    @Test func attributeAndRelationshipWithTheSameName() {
+        let b = Self.entity("B", [])
+        let rel = NSRelationshipDescription(name: "x")
+        let back = NSRelationshipDescription(name: "back")
+        let a = Self.entity("A", [Self.attribute("x", .stringAttributeType), rel])
+        b.properties = [back]
+        Self.pair(rel, b, back, a)
+        let model = NSManagedObjectModel(entities: [a, b])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .duplicateProperty)
+        #expect(error?.entity == "A")
+        #expect(error?.property == "x")
+    }
+
+    @Test(arguments: [NSAttributeType.transformableAttributeType, .undefinedAttributeType, .objectIDAttributeType])
+    func unsupportedAttributeType(type: NSAttributeType) {
+        let model = NSManagedObjectModel(entities: [
+            Self.entity("E", [Self.attribute("ok", .stringAttributeType), Self.attribute("blob", type)])
+        ])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .unsupportedType(type))
+        #expect(error?.entity == "E")
+        #expect(error?.property == "blob")
+        #expect(type.isSupported == false)
+    }
+
+    @Test func supportedTypesAreSupported() {
+        let supported: [NSAttributeType] = [
+            .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .doubleAttributeType,
+            .floatAttributeType, .booleanAttributeType, .stringAttributeType, .dateAttributeType,
+            .binaryDataAttributeType, .UUIDAttributeType, .URIAttributeType, .decimalAttributeType,
+        ]
+        for t in supported { #expect(t.isSupported, "\(t)") }
+        let model = NSManagedObjectModel(entities: [
+            Self.entity("E", supported.enumerated().map { Self.attribute("a\($0.offset)", $0.element) })
+        ])
+        #expect(throws: Never.self) { try model.validate() }
+    }
+
+    @Test func invalidDefaultValues() {
+        func check(_ type: NSAttributeType, _ value: Any, sourceLocation: SourceLocation = #_sourceLocation) {
+            let a = Self.attribute("value", type)
+            a.defaultValue = value
+            let model = NSManagedObjectModel(entities: [Self.entity("E", [a])])
+            let error = #expect(throws: ModelError.self, sourceLocation: sourceLocation) { try model.validate() }
+            #expect(error?.kind == .invalidDefaultValue, sourceLocation: sourceLocation)
+            #expect(error?.entity == "E", sourceLocation: sourceLocation)
+            #expect(error?.property == "value", sourceLocation: sourceLocation)
+        }
+        check(.stringAttributeType, 42)
+        check(.integer16AttributeType, 100_000)  // does not fit in 16 bits
+        check(.integer32AttributeType, "7")
+        check(.booleanAttributeType, "yes")
+        check(.dateAttributeType, "2024-01-01")
+        check(.UUIDAttributeType, "11111111-2222-3333-4444-555555555555")
+        check(.URIAttributeType, "https://example.com")
+        check(.binaryDataAttributeType, [UInt8]([1, 2]))
+    }
+
+    @Test func defaultValueSetBeforeTheType() throws {
+        // The default may be given before the type; validation must judge it against the final type.
+        let a = NSAttributeDescription()
+        a.name = "n"
+        a.defaultValue = 5
+        a.attributeType = .integer32AttributeType
+        let model = NSManagedObjectModel(entities: [Self.entity("E", [a])])
+        try model.validate()
+        #expect(a.defaultValue as? Int32 == 5)
+    }
+
+    @Test func inconsistentCounts() {
+        let many = NSRelationshipDescription(name: "many")
+        let one = NSRelationshipDescription(name: "one")
+        let a = Self.entity("A", [many])
+        let b = Self.entity("B", [one])
+        Self.pair(many, b, one, a)
+        many.minCount = 3
+        many.maxCount = 2
+        let model = NSManagedObjectModel(entities: [a, b])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .invalidCount)
+        #expect(error?.entity == "A")
+        #expect(error?.property == "many")
+    }
+
+    @Test func emptyEntityName() {
+        let model = NSManagedObjectModel(entities: [NSEntityDescription()])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.kind == .emptyName)
+    }
+
+    @Test func nsManagedObjectItselfIsNotAnEntity() {
+        let error = #expect(throws: ModelError.self) {
+            try NSManagedObjectModel(managedObjectClasses: [NSManagedObject.self])
+        }
+        #expect(error?.kind == .unsupportedClass)
+    }
+
+    @Test func errorsAreReportedInEntityNameOrder() {
+        // Both entities are broken; the report must be deterministic: the first by name.
+        let model = NSManagedObjectModel(entities: [
+            Self.entity("Zed", [Self.attribute("t", .transformableAttributeType)]),
+            Self.entity("Alpha", [Self.attribute("u", .undefinedAttributeType)]),
+        ])
+        let error = #expect(throws: ModelError.self) { try model.validate() }
+        #expect(error?.entity == "Alpha")
+        #expect(error?.property == "u")
+    }
+
+    @Test func validModelStaysValidAfterRepeatedValidation() throws {
+        let model = Self.handBuiltBookshelf()
+        try model.validate()
+        try model.validate()
+        #expect(try Fixtures.model() == model)
+    }
+
+    @Test func inverseWithAnotherDestinationFromClasses() {
+        let error = #expect(throws: ModelError.self) {
+            try NSManagedObjectModel(managedObjectClasses: [MTMisA.self, MTMisB.self, MTMisC.self])
+        }
+        #expect(error?.kind == .mismatchedInverse("owner"))
+        #expect(error?.entity == "MTMisA")
+        #expect(error?.property == "items")
+    }
+
+    @Test func duplicateEntityNamesFromClasses() {
+        let error = #expect(throws: ModelError.self) {
+            try NSManagedObjectModel(managedObjectClasses: [MTFirstScope.MTSameName.self, MTSecondScope.MTSameName.self])
+        }
+        #expect(error?.kind == .duplicateEntity)
+        #expect(error?.entity == "MTSameName")
+    }
+}

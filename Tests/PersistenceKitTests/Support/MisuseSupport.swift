@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+import PersistenceKit
+
+enum BITSupport {
+    static func container(model: NSManagedObjectModel, name: String = #function) throws -> NSPersistentContainer {
+        let container = NSPersistentContainer(name: name, managedObjectModel: model)
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        let box = ErrorBox()
+        container.loadPersistentStores { _, error in box.set(error) }
+        if let error = box.get() { throw error }
+        return container
+    }
+
+    /// A container whose stores were never loaded.
+    static func unloadedContainer(name: String = #function) throws -> NSPersistentContainer {
+        let container = NSPersistentContainer(name: name, managedObjectModel: try Fixtures.model())
+        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        return container
+    }
+
+    /// A model that fails validation (a transformable attribute).
+    static func invalidModel() -> NSManagedObjectModel {
+        let blob = NSAttributeDescription(name: "blob", type: .transformableAttributeType)
+        return NSManagedObjectModel(entities: [NSEntityDescription(name: "Thing", properties: [blob])])
+    }
+
+    /// The captured standard error of an exit test, as text.
+    static func stderr(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+}
+
+// Misuse and lifetime: programmer errors trap with a message naming the rule, bad input
+// to a save is a typed error, nothing saved is lost, and a released model frees its
+// entities. Each test failed before its fix.
+
+enum MRSupport {
+    static func stderr(_ result: ExitTest.Result?) -> String {
+        String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    }
+
+    /// An entity "Item" with an optional string "name", built by hand.
+    static func itemEntity(_ name: String = "Item") -> NSEntityDescription {
+        let n = NSAttributeDescription(name: "name", type: .stringAttributeType)
+        n.isOptional = true
+        return NSEntityDescription(name: name, properties: [n])
+    }
+}
