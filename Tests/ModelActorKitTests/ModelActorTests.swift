@@ -3,7 +3,8 @@ import ModelActorKit
 import Synchronization
 import Testing
 
-@Suite struct ModelActorTests {
+/// `NSModelActor`: an actor whose isolation is a context's queue.
+@Suite("Model actors") struct ModelActorTests {
     @Test func createAndReadBack() async throws {
         let container = try ActorFixtures.container()
         let store = ItemStore(container: container)
@@ -36,8 +37,8 @@ import Testing
     }
 
     /// The two-argument form gets the actor's container, also written as a trailing closure
-    /// whose body would compile with a context in `container`'s place. (Regression: an async
-    /// `withContext(isolated:)` overload matched such closures, and won, handing the
+    /// whose body would compile with a context in `container`'s place. (An async
+    /// `withContext(isolated:)` overload used to match such closures, and win, handing the
     /// closure the actor and its context.)
     @Test func twoArgumentWithContextReceivesTheContainer() async throws {
         let container = try ActorFixtures.container()

@@ -1,7 +1,10 @@
 import Testing
 import ModelActorKit
 
-@Test func modelActorKitReexportsPersistenceKit() throws {
-    let model = NSManagedObjectModel()
-    #expect(model.entities.isEmpty)
+@Suite("ModelActorKit re-exports PersistenceKit") struct ReexportTests {
+    @Test("import ModelActorKit is enough to use PersistenceKit's types")
+    func modelActorKitReexportsPersistenceKit() throws {
+        let model = NSManagedObjectModel()
+        #expect(model.entities.isEmpty)
+    }
 }

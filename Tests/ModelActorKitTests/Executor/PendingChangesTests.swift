@@ -5,8 +5,8 @@ import TestSupport
 import Testing
 
 // Core Data's `perform` processes pending changes when its block ends; a model actor's job
-// and an awaited `perform` must end the same way. Both failed before their fixes (found in a
-// concurrency review).
+// and an awaited `perform` must end the same way. Neither did, before the executor
+// and `perform` were made to.
 
 /// Counts a context's objects-did-change notifications, and the inserted objects they list.
 private final class DidChangeCounter: Sendable {
@@ -61,15 +61,15 @@ private actor PendingChangesActor: NSModelActor {
     }
 }
 
-@Suite struct PendingChangesTests {
+@Suite("A model actor's job ends with its pending changes processed") struct PendingChangesTests {
     /// Waits until every job enqueued on `actor`'s queue so far has ended, and returns
     /// `counter` as it stood then. Not `await actor.nothing()`: Swift does not leave an
     /// actor's executor between two awaited calls into it from one task, so such a call runs
     /// in the same job as the one before and the caller resumes before that job's end.
-    /// (Regression: tests using it as a barrier read the count too early in most runs.)
+    /// (Tests that used it as a barrier read the count too early in most runs.)
     /// Read inside the barrier block, not after it: a `perform` block processes pending
     /// changes when it ends, so a count read after it passed even with actor jobs that
-    /// processed nothing (found in session 21, when a mutant without the job hook passed).
+    /// processed nothing (a build without the executor's end-of-job hook passed that way).
     private func settle(_ actor: some NSModelActor, _ counter: DidChangeCounter) async -> (value: Int, inserted: Int) {
         await actor.modelExecutor.context.perform(schedule: .enqueued) { (counter.value, counter.insertedTotal) }
     }

@@ -2,7 +2,9 @@ import Foundation
 import ModelActorKit
 import Testing
 
-@Suite struct TestContainerTests {
+/// `NSPersistentContainer.makeTest`: an on-disk store of its own for each test, named after
+/// it, that no other test (in this process or another) is handed.
+@Suite("Test containers") struct TestContainerTests {
     /// Guarantee 7: 200 tests that each call makeTest run in parallel without seeing each
     /// other's data. (A parameterized test: every case shares one #function, which makeTest
     /// must still keep apart.)
@@ -16,8 +18,9 @@ import Testing
         #expect(titles == ["case \(index)"])
     }
 
-    /// Found in review: a context outliving its test container kept the store open, and the
-    /// next test container of that name got the old store back, rows included.
+    /// A context outliving its test container does not hand its store to the next test
+    /// container of that name. (The context kept the store open, and the next container got
+    /// the old store back, rows included.)
     @Test func aContextOutlivingItsContainerKeepsItsStoreFromTheNextTest() throws {
         let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
         let name = "outliving-\(UUID().uuidString)"
@@ -32,7 +35,29 @@ import Testing
         withExtendedLifetime(leftover) {}
     }
 
-    /// Found in review: makeTest kept names apart only within its process and removed a
+    /// A test that keeps its store (say, to check its file) and ends: the next test
+    /// container of that name must not be handed the old, still open store, rows and all.
+    @Test func aStoreOutlivingItsTestContainerDoesNotLeakIntoTheNext() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let name = "outliving-store-\(UUID().uuidString)"
+        var leftover: (any PersistentStore)?
+        do {
+            let first = try NSPersistentContainer.makeTest(model: model, testName: name)
+            let context = first.newBackgroundContext()
+            try context.performAndWait {
+                Item(context: context).title = "old"
+                try context.save()
+            }
+            leftover = first.persistentStoreCoordinator.persistentStores.first
+        }
+        let next = try NSPersistentContainer.makeTest(model: model, testName: name)
+        let context = next.newBackgroundContext()
+        let titles = try context.performAndWait { try context.fetch(Item.fetchRequest()).map(\.title) }
+        #expect(titles == [])
+        withExtendedLifetime(leftover) {}
+    }
+
+    /// makeTest used to keep names apart only within its process and removed a
     /// name's files directly, so another process asking for the same name (an exit test's
     /// child shares its test's `#function`) replaced this store, which went on saving into
     /// an unlinked file. The other process now gets the next numbered store.

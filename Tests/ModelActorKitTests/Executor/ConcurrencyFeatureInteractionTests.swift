@@ -5,10 +5,10 @@ import Synchronization
 import TestSupport
 import Testing
 
-// The model-actor guarantees under Swift concurrency features newer than the executor:
+// The model-actor guarantees under the concurrency features that came after the executor:
 // task-executor preferences (SE-0417), `isolated deinit`, `nonisolated(nonsending)` and
-// `@concurrent` functions. Found by an adversarial review in session 24, which found no bug;
-// kept so that a change of the executor or of the runtime cannot break them unnoticed.
+// `@concurrent` functions. No guarantee failed under them; these tests keep it so when the
+// executor or the runtime changes.
 
 /// A task executor with one thread of its own, running jobs in the order they come.
 final class DedicatedThreadTaskExecutor: TaskExecutor {
@@ -131,7 +131,9 @@ actor DeinitReportingActor: NSModelActor {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct NewerConcurrencyFeatureTests {
+/// Task-executor preferences, isolated deinits and nonsending and concurrent functions on
+/// model actors.
+@Suite("Model actors under task-executor preferences, isolated deinit and nonsending functions", .timeLimit(.minutes(1))) struct ConcurrencyFeatureInteractionTests {
     /// A task that prefers a task executor of its own still runs model-actor methods and
     /// `perform` blocks on the context's queue, and comes back to its executor's thread.
     @Test func aTaskExecutorPreferenceKeepsActorMethodsOnTheQueue() async throws {

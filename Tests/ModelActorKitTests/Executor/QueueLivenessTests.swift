@@ -5,12 +5,13 @@ import Synchronization
 import TestSupport
 import Testing
 
-// Liveness of a context's queue when threads block on it (found in review; each test failed
-// before its fix). The first checks that waiting callers pass a queue among themselves
+// Liveness of a context's queue when threads block on it (each test failed before the
+// queue did what it checks). The first checks that waiting callers pass a queue among themselves
 // without a drain on Dispatch's global pool (counted in debug builds): a drain must wait for
-// a free pool thread, which under load took seconds per pass. (The review's own form of it —
-// 32 model actors blocking pool threads on one shared context, 16 s before the fix — is not
-// kept: it starved the pool for the rest of the suite under Thread Sanitizer.)
+// a free pool thread, which under load took seconds per pass. (A heavier form of it —
+// 32 model actors blocking pool threads on one shared context, 16 s before the queue passed
+// itself on — is not a test: it starved the pool for the rest of the suite under Thread
+// Sanitizer.)
 
 /// A count several threads update.
 final class Tally: Sendable {
@@ -35,7 +36,7 @@ actor HoppingInserter: NSModelActor {
     }
 }
 
-@Suite struct QueueLivenessTests {
+@Suite("Liveness of a context's queue when threads block on it") struct QueueLivenessTests {
     /// Two plain threads take turns on one context with performAndWait: the queue passes
     /// from one waiter to the next directly, as `dispatch_sync` passes a serial queue, with
     /// no drain on Dispatch's global pool (each pass went through one, and while the pool's
@@ -82,7 +83,7 @@ actor HoppingInserter: NSModelActor {
     }
 
     /// The same, when no thread can be made: the drain goes back to Dispatch with a new
-    /// ticket, and its work item runs it. (Found in review: the thread's failure was
+    /// ticket, and its work item runs it. (The thread's failure used to be
     /// dropped, the ticket was gone, and the caller waited forever.)
     @Test(.timeLimit(.minutes(1))) func aWaiterThatCannotMakeAThreadHandsTheDrainBackToDispatch() throws {
         let container = try ActorFixtures.container()
@@ -107,7 +108,7 @@ actor HoppingInserter: NSModelActor {
     /// gets to it, and in the parallel suite the main actor can be busy with other tests for
     /// long: one run in four on a 2-core machine stalled the whole suite until the
     /// observer's 150 s backstop gave up, and then failed here with 18 other tests timing out
-    /// (seen in sessions 21 and 22 as a ~6-minute `swift test` with 14–19 issues).
+    /// (a ~6-minute `swift test` with 14–19 issues).
     @Test(.timeLimit(.minutes(8))) func anObserverOfAnActorsChangesMayWaitForTheMainQueue() async {
         await #expect(processExitsWith: .success) {
             // The exit code says which stage failed: 1 the round trip, 2 the container,
