@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "SQLiteBaseline", dependencies: ["CSQLite", "BenchmarkSupport"]),
         .executableTarget(
             name: "StoreBenchmark",
-            dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline"]
+            dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline", "BenchmarkSupport"]
         ),
         .executableTarget(
             name: "QueryBenchmark",

@@ -16,7 +16,6 @@ public struct SQLiteError: Error, CustomStringConvertible {
 /// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the bind returns, so the buffer
 /// may be rewritten for the next row. (C's macro is `(sqlite3_destructor_type)-1`, which
 /// Swift does not import.)
-@usableFromInline
 let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// The version of the linked libsqlite3, e.g. "3.40.1".
