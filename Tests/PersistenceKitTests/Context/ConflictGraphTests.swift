@@ -5,7 +5,7 @@ import Testing
 
 // Two coordinators on one file store, conflicts under every merge policy, and merges into
 // objects deleted here: the stored object graph must stay whole (every reference names a
-// row, and its inverse lists the source back). Each test failed before its fix.
+// row, and its inverse lists the source back).
 
 /// Store-level check of the object graph: every reference names an existing row, and the
 /// inverse of every reference lists the source back. Returns problems as strings.
@@ -570,7 +570,7 @@ extension NSManagedObjectContext {
         // A's removal met a link already gone (A's Q moved onto that row then, and the removal
         // changed nothing): the relink saved after it stands under every policy, overwrite
         // included, since overwrite writes this context's changes to a to-many, not its whole
-        // set (RefreshParityTests; before, overwrite wrote A's set whole and dropped the relink).
+        // set (MergePolicyTests), so the relink is not dropped.
         let fresh = c1.newBackgroundContext()
         let (authors, books) = try fresh.performAndWait {
             (try fresh.fetch(Book.fetchRequest())[0].authors.count, try fresh.fetch(Author.fetchRequest())[0].books.count)

@@ -140,8 +140,8 @@ import Testing
     /// `kind` names X's relationship to Q: "authors" (many-to-many, X a book and Q an
     /// author), "books" (one-to-many from the to-many side, X a shelf and Q a book), "shelf"
     /// (one-to-many from the to-one side, X a book and Q a shelf).
-    /// Until the fix, the "authors" and "books" cases left Q's row listing X; the "shelf"
-    /// cases passed (refreshing a to-one brings its target up to date) and guard that side.
+    /// In the "authors" and "books" cases Q's row must not keep listing X; in the "shelf"
+    /// cases refreshing a to-one brings its target up to date, and they guard that side.
     @Test(arguments: ["authors", "books", "shelf"], ["X", "Q"])
     func unlinkAfterRefreshingOneEndOfALinkSavedElsewhere(kind: String, via: String) throws {
         for policy in [NSErrorMergePolicy, NSMergeByPropertyObjectTrumpMergePolicy] {
@@ -196,10 +196,9 @@ import Testing
     }
 
     /// `removeAll()` on a changed shelf whose row another coordinator has since given a
-    /// book empties what the shelf holds. Found in review: removing the shelf's inserted
-    /// book restored its snapshot's link, so an edit-time catch-up (since removed) moved
-    /// the shelf onto its newest row mid-loop, and the loop, over the set read before, left
-    /// the other coordinator's book in place.
+    /// book empties what the shelf holds: removing the shelf's inserted book must not move
+    /// the shelf onto its newest row mid-loop, which would leave the other coordinator's book
+    /// in place (the loop runs over the set read before).
     @Test func removeAllOnAStaleChangedShelf() throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
@@ -275,10 +274,9 @@ import Testing
 
     /// With the default `NSErrorMergePolicy`, a save of an object that another coordinator
     /// changed since it was read fails with a merge conflict (133020), as in Core Data.
-    /// Found in review: adding and then removing an inserted book restored the shelf's
-    /// snapshot link, which moved the shelf onto its newest row (the edit-time catch-up
-    /// since replaced by writing such objects at save); its own name change was kept on top
-    /// and the save silently overwrote the other coordinator's name.
+    /// Adding and then removing an inserted book must not move the shelf onto its newest
+    /// row, where its own name change would be kept on top and the save would silently
+    /// overwrite the other coordinator's name.
     @Test func aLinkEditDoesNotSwallowAnAttributeConflict() throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)

@@ -35,9 +35,9 @@ import Testing
     /// which drops Q); without, X's values equal its row after the refresh (seed 6284, where
     /// X was then left out of the save and only its stale copy listed Q). Either way X is
     /// saved and in conflict too: A edited it when it made the link.
-    /// Before the fix the save wrote Q listing X and left X's row without Q ("authors"). The
-    /// "books" cases passed already (refreshing X, whose shelf is a to-one, brings Q up to
-    /// date with it, so no conflict keeps Q's set) and guard the one-to-many side.
+    /// The save must not write Q listing X and leave X's row without Q ("authors"). In the
+    /// "books" cases refreshing X, whose shelf is a to-one, brings Q up to date with it, so no
+    /// conflict keeps Q's set; they guard the one-to-many side.
     @Test(arguments: ["authors", "books"], [false, true])
     func conflictKeepingAToManySetMakesItsTargetsAgree(kind: String, bookChanged: Bool) throws {
         for policy in [NSMergeByPropertyObjectTrumpMergePolicy, NSMergeByPropertyStoreTrumpMergePolicy] {

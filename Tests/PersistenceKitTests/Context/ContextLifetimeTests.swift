@@ -127,8 +127,8 @@ final class LTSpawner: NSManagedObject {
     }
 
     /// A subclass's deinit, run while a context is freed, sees its object without a context;
-    /// one it keeps alive (through a weak reference) is invalidated (found in review: such
-    /// objects kept a link to the freed context, and touching it crashed).
+    /// one it keeps alive (through a weak reference) is invalidated, with no link left to the
+    /// freed context that touching it would follow.
     @Test func objectsFreedWithTheirContextHaveNoLinkToItInDeinit() throws {
         let container = try Self.container([LTWatched.self])
         let writer = container.newBackgroundContext()
@@ -169,10 +169,10 @@ final class LTSpawner: NSManagedObject {
 
 /// An object refers to its context without retaining it (`NSManagedObject.storedContext`,
 /// `unowned(unsafe)`): only objects in the context's registry may hold the reference, so that
-/// the context's deinit can clear it. These paths once broke that rule.
+/// the context's deinit can clear it. Each path here must keep that rule.
 @Suite("An object's reference to its context") struct ContextLinkTests {
-    /// Deleted objects used to leave the registry before `didSave()`; a hook reading the
-    /// context then tripped the registry check (and the reference outlived the registration).
+    /// Deleted objects stay in the registry until after `didSave()`, so a hook reading the
+    /// context passes the registry check (and the reference does not outlive the registration).
     /// New objects are kept in the context's insertion list, not its ID registry, until they
     /// have permanent IDs: freeing the context must still clear their link to it.
     @Test func insertedObjectsLoseTheirContextWhenItIsFreed() throws {
@@ -191,11 +191,10 @@ final class LTSpawner: NSManagedObject {
         for o in kept { #expect(o.managedObjectContext == nil) }
     }
 
-    /// Found in review: a save emptied the insertion list wholesale, dropping objects
-    /// inserted while it validated; they were neither saved nor tracked and kept a link to
-    /// the context that dangled once it was freed. They are now validated and saved by that
-    /// same save (the next review found changes and deletions hooks made lost the same way),
-    /// and freeing the context still clears their link to it.
+    /// Objects inserted while a save validates are not dropped with the insertion list: they
+    /// are validated and saved by that same save (as are changes and deletions the hooks
+    /// make), never left untracked with a link to the context that would dangle once it is
+    /// freed; freeing the context still clears their link to it.
     @Test func objectsInsertedWhileASaveValidatesAreSavedByIt() throws {
         let container = try ContextLifetimeTests.container([LTSpawner.self])
         var child: LTSpawner?

@@ -137,10 +137,10 @@ import PersistenceKit
         #expect(text.contains("Book"), "stderr: \(text)")
     }
 
-    // MARK: 3. A detached object carrying another coordinator's permanent ID
+    // MARK: A detached object carrying another coordinator's permanent ID
 
-    /// Before the fix, the insert is accepted and the save overwrites the row with the same
-    /// primary key in this coordinator's store: a saved "precious" book is replaced.
+    /// Inserting it traps: were the insert accepted, the save would overwrite the row with the
+    /// same primary key in this coordinator's store, replacing a saved "precious" book.
     @Test func insertingAnObjectWithAnotherCoordinatorsIDTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let model = try Fixtures.model()  // one model shared by two containers
@@ -165,16 +165,16 @@ import PersistenceKit
                 try yContext.save()
             }
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("insert(_:)"), "stderr: \(text)")
         #expect(text.contains("coordinator"), "stderr: \(text)")
     }
 
-    // MARK: 4. Replacing a context's coordinator
+    // MARK: Replacing a context's coordinator
 
-    /// Core Data raises "Context already has a coordinator; cannot replace." Before the fix, the
-    /// setter accepts it and the next save writes an object read from store A into store B
-    /// under its row ID, overwriting B's unrelated row.
+    /// Core Data raises "Context already has a coordinator; cannot replace." Were the setter to
+    /// accept it, the next save would write an object read from store A into store B under its
+    /// row ID, overwriting B's unrelated row.
     @Test func replacingTheCoordinatorOfAContextInUseTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let model = try Fixtures.model()
@@ -187,7 +187,7 @@ import PersistenceKit
             }
             context.persistentStoreCoordinator = b.persistentStoreCoordinator
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("coordinator"), "stderr: \(text)")
     }
 }

@@ -320,9 +320,9 @@ final class RowReadCountingStore: ForwardingStore {
         #expect(danglingID == parentID)
     }
 
-    /// Found in review: deleting an object that was never saved left it in the relationships of
-    /// saved objects under the deny and no-action rules; the save dropped the link silently, and
-    /// those objects showed unsaved changes forever.
+    /// Deleting an object that was never saved takes it out of the relationships of saved
+    /// objects whatever the rule (deny and no action included), so the save does not drop the
+    /// link silently and those objects do not keep unsaved changes forever.
     @Test func deletingANeverSavedObjectUnlinksItWhateverTheRule() throws {
         let context = try Fixtures.container().newBackgroundContext()
         try context.performAndWait {
@@ -340,9 +340,9 @@ final class RowReadCountingStore: ForwardingStore {
 }
 
 @Suite("Cost of applying delete rules") struct DeleteRuleCostTests {
-    /// Found in review: after the first deletion changed the shelf, every later pass of the
-    /// delete rules re-read and decoded the shelf's whole row to see whether it was current,
-    /// so deleting books one pass at a time was quadratic. The version is checked first now.
+    /// After the first deletion changed the shelf, a later pass of the delete rules checks the
+    /// shelf's row version first instead of re-reading and decoding the whole row, so deleting
+    /// books one pass at a time is not quadratic.
     @Test func deletingOnePassAtATimeDoesNotReReadTheSharedTarget() throws {
         let model = try Fixtures.model()
         let store = RowReadCountingStore(model: model)

@@ -15,9 +15,6 @@ private final class Observed: Sendable {
     var deletedCounts: [Int?] { counts.withLock { $0 } }
 }
 
-// Review of shouldDeleteInaccessibleFaults, includesPropertyValues / fetchBatchSize and
-// store metadata: each test failed before the fix it names.
-
 /// A shelf whose update validation reads its books' titles (as custom validation often
 /// reads related objects), so validating it fires their faults.
 final class ValidatingShelf: NSManagedObject {
@@ -39,8 +36,8 @@ final class ValidatedBook: NSManagedObject {
 /// `shouldDeleteInaccessibleFaults` on (its default); off, reading it traps. The next save
 /// discards such an object and the links that held it.
 @Suite("Faults whose row was deleted elsewhere") struct InaccessibleFaultTests {
-    /// With `shouldDeleteInaccessibleFaults` off (on, the object becomes a deleted one:
-    /// InaccessibleFaultTests).
+    /// With `shouldDeleteInaccessibleFaults` off, firing such a fault traps (on, the object
+    /// becomes a deleted one: the tests below).
     @Test func firingAFaultForARowDeletedElsewhereTrapsWhenInaccessibleFaultsAreNotDeleted() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()
@@ -157,8 +154,9 @@ final class ValidatedBook: NSManagedObject {
 
     // MARK: Inaccessible faults
 
-    /// Bug: the save discarded (invalidated) the inaccessible book, but the shelf whose
-    /// books were walked still held it; reading it then trapped ("no longer usable").
+    /// The save that discards (invalidates) the inaccessible book also takes it out of the
+    /// shelf whose books were walked, so reading the shelf's books does not trap ("no longer
+    /// usable").
     @Test func aDiscardedInaccessibleObjectLeavesTheRelationshipsThatHeldIt() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -200,8 +198,8 @@ final class ValidatedBook: NSManagedObject {
         }
     }
 
-    /// Bug: saving a change to the shelf that held the inaccessible book failed, under any
-    /// merge policy, with a "dangling reference" validation error for the discarded book.
+    /// Saving a change to the shelf that held the inaccessible book succeeds under a merge
+    /// policy, with no "dangling reference" validation error for the discarded book.
     @Test func savingAnObjectThatHeldAnInaccessibleOneSucceedsUnderAMergePolicy() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -223,9 +221,9 @@ final class ValidatedBook: NSManagedObject {
         }
     }
 
-    /// Bug: `insert(_:)` on an inaccessible object (undoing its deletion) left an object
-    /// with empty values and no row: not a fault, not deleted, not updated; editing it
-    /// failed validation (or, all values set, was announced as saved and never written).
+    /// `insert(_:)` on an inaccessible object (undoing its deletion) makes it a fault again,
+    /// not an object with empty values and no row (neither a fault, deleted nor updated) whose
+    /// edits fail validation or, all values set, are announced as saved and never written.
     @Test func insertingAnInaccessibleObjectAgainMakesItAFaultAgain() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -246,9 +244,9 @@ final class ValidatedBook: NSManagedObject {
         }
     }
 
-    /// Bug: a fault found inaccessible while the save validated (a validation hook reading
-    /// a relationship) was dropped from `deletedObjects` by that save but stayed registered
-    /// and `isDeleted` — never discarded.
+    /// A fault found inaccessible while the save validates (a validation hook reading a
+    /// relationship) is discarded by the next save, not dropped from `deletedObjects` while it
+    /// stays registered and `isDeleted`.
     @Test func aFaultFoundInaccessibleDuringValidationIsDiscardedByTheNextSave() async throws {
         let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [ValidatingShelf.self, ValidatedBook.self]))
         let seeder = container.newBackgroundContext()
@@ -281,10 +279,10 @@ final class ValidatedBook: NSManagedObject {
         }
     }
 
-    /// Bug: with automatic merging, the broadcast of a save that updated the row before
-    /// another deleted it arrives after the fault found the row gone; the merge gave the
-    /// inaccessible object that row's values and reran its delete rules on them, so the
-    /// nullify rule left the (unchanged) shelf updated once everything was merged.
+    /// With automatic merging, the broadcast of a save that updated the row before another
+    /// deleted it arrives after the fault found the row gone; the merge changes nothing: it
+    /// neither gives the inaccessible object that row's values nor reruns its delete rules on
+    /// them, so the nullify rule leaves the (unchanged) shelf not updated.
     @Test func anOlderUpdateMergedAfterTheFaultFoundItsRowGoneChangesNothing() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)

@@ -346,7 +346,7 @@ private struct CoreDataErrorBox: Sendable {
     /// B inserts a book on shelf S and renames S; A renames S and saves first. B saves with
     /// NSRollbackMergePolicy: the conflicting shelf takes the store's state, but the
     /// inserted book is not in conflict (an insert never is) and Core Data saves it as it
-    /// is — its row holds the foreign key to S. Before the fix the book was taken off the shelf.
+    /// is — its row holds the foreign key to S. The book stays on the shelf.
     @Test func rollbackPolicyKeepsTheShelfOfAnInsertedBook() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -377,8 +377,8 @@ private struct CoreDataErrorBox: Sendable {
 
     /// A moves book "A" from shelf S to shelf S2 and saves. B, which had read S's books,
     /// renames S and saves with NSOverwriteMergePolicy. Only S conflicts; B never changed
-    /// book "A", whose row (its foreign key) Core Data's overwrite of S does not touch. Before
-    /// the fix the overwrite of S's book list moved the book back onto S.
+    /// book "A", whose row (its foreign key) Core Data's overwrite of S does not touch: the
+    /// overwrite of S's book list does not move the book back onto S.
     @Test func overwritePolicyDoesNotMoveBackABookAnotherContextMoved() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -412,7 +412,7 @@ private struct CoreDataErrorBox: Sendable {
     /// B takes book "A" off shelf S (S changes by the inverse); A renames S and saves first.
     /// B saves with NSRollbackMergePolicy: S, the only object in conflict, takes the store's
     /// state, but book "A" is not in conflict and Core Data saves B's change to it (its
-    /// foreign key). Before the fix the rollback of S put the book back on the shelf.
+    /// foreign key). The rollback of S does not put the book back on the shelf.
     @Test func rollbackPolicyKeepsANonConflictingBooksOwnChange() async throws {
         let container = try Fixtures.container()
         let seeded = try await Fixtures.seedShelf(container)
@@ -442,8 +442,8 @@ private struct CoreDataErrorBox: Sendable {
 
     /// A renames shelf S; B renames it too and saves. A then deletes one of S's books: the
     /// nullify rule moves A's S onto B's row to keep the link ends in agreement. A's save
-    /// must still conflict under the default policy, as Core Data's does (Guide, "Saving");
-    /// before the fix it succeeded and overwrote B's name. After refreshing S with merging,
+    /// must still conflict under the default policy, as Core Data's does (Guide, "Saving"),
+    /// rather than succeed and overwrite B's name. After refreshing S with merging,
     /// A's save goes through with A's name on top.
     @Test func aConflictHiddenBehindADeleteRuleIsStillReported() async throws {
         let container = try Fixtures.container()

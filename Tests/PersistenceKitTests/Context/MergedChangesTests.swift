@@ -227,9 +227,9 @@ final class MergeSignal: @unchecked Sendable {
         try FSSupport.close(container)
     }
 
-    /// Found in review: saves are broadcast after the commit lock is released, so a receiver
-    /// can get the merge of a deletion before the merge of the insert it deleted; it then
-    /// registered an object for a row that no longer existed, and reading it trapped.
+    /// Saves are broadcast after the commit lock is released, so a receiver can get the merge
+    /// of a deletion before the merge of the insert it deleted; it must not register an object
+    /// for a row that no longer exists (reading it would trap).
     @Test func anInsertMergedAfterTheDeletionOfItsRowRegistersNothing() async throws {
         let container = try Fixtures.container()
         let watcher = container.newBackgroundContext()
@@ -262,11 +262,11 @@ final class MergeSignal: @unchecked Sendable {
         #expect(count == 0)
     }
 
-    // MARK: 8. Malformed merge input is silently ignored
+    // MARK: Malformed merge input traps
 
     /// A did-save dictionary whose values are not collections of IDs, objects or URIs, or
-    /// whose IDs belong to another coordinator, is a programmer error; before the fix it was ignored
-    /// without a word (the context simply misses the changes).
+    /// whose IDs belong to another coordinator, is a programmer error: it traps rather than
+    /// being ignored without a word (the context would simply miss the changes).
     @Test func mergingAMalformedNotificationTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()
@@ -277,7 +277,7 @@ final class MergeSignal: @unchecked Sendable {
                         name: .NSManagedObjectContextDidSave, object: nil, userInfo: [NSUpdatedObjectsKey: "not a set"]))
             }
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains(NSUpdatedObjectsKey), "stderr: \(text)")
     }
 

@@ -306,8 +306,8 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
     }
 
     /// Core Data posts will-save and did-save for a save with nothing to write (a public
-    /// Core Data test suite expects a did-save with no objects after such a save). Found
-    /// in review: we posted nothing.
+    /// Core Data test suite expects a did-save with no objects after such a save), not
+    /// nothing.
     @Test(arguments: [false, true]) func aSaveWithNoChangesPostsWillSaveAndAnEmptyDidSave(storeLoaded: Bool) async throws {
         let container: NSPersistentContainer
         if storeLoaded {
@@ -693,8 +693,8 @@ private func enqueue(_ context: NSManagedObjectContext, _ block: @escaping @Send
         #expect(notes.allSatisfy { $0.onQueue })
     }
 
-    /// Found in review: deleting an insert that objects-did-change had already announced posted
-    /// nothing, so observers were never told the object went away.
+    /// Deleting an insert that objects-did-change had already announced is announced as a
+    /// deletion, so observers learn that the object went away.
     @Test func deletingAnAnnouncedInsertIsAnnouncedAsADeletion() throws {
         let context = try Fixtures.container().newBackgroundContext()
         let deleted = TestMutex<[Int]>([])

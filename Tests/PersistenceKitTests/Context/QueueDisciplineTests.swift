@@ -86,7 +86,7 @@ private func stderrText(_ result: ExitTest.Result?) -> String {
 
     /// As in Core Data, whose setters on queue-based contexts are thread-safe, a context's
     /// settings may be changed from any thread: configuring a new background context before
-    /// its first `perform` is the usual pattern. (Found in a compatibility review: it trapped.)
+    /// its first `perform` is the usual pattern, and must not trap.
     @Test func settingsMayBeChangedFromAnyThread() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()

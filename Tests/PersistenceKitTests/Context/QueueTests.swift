@@ -455,7 +455,7 @@ private func drain(_ context: NSManagedObjectContext) async {
 
     /// Main-actor code inside another queue's `sync` (a serial queue used as a lock, or a
     /// global queue) still holds the main queue: the view context and its objects are usable
-    /// there. (Regression: the queue checks, on in debug builds, trapped there.)
+    /// there, and the queue checks (on in debug builds) do not trap.
     @MainActor @Test func viewContextIsUsableInsideAnotherQueuesSyncOnTheMainActor() async throws {
         let container = try Fixtures.container()
         let view = container.viewContext
@@ -472,8 +472,8 @@ private func drain(_ context: NSManagedObjectContext) async {
         }
         #expect(try view.count(for: Book.fetchRequest()) == 2)
         // Off the main actor the second look says no, as the first does — also when the main
-        // queue runs the operation it leaves there at once, on another thread (the check
-        // once read that as yes: the tests caught it on a background save).
+        // queue runs the operation it leaves there at once, on another thread (a background
+        // save takes that path).
         let offMain = await Task.detached {
             (0..<200).filter { _ in view.queue.isCurrentOrHeldByMainActor || view.queue.isCurrent }.count
         }.value

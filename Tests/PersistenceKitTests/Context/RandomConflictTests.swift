@@ -221,9 +221,9 @@ func runRandomConflicts(seed: UInt64, steps: Int, contextsCount: Int, coordinato
 }
 
 @Suite("Randomized conflicts keep the graph whole", .serialized) struct RandomConflictTests {
-    /// Seeds 1–100, and seeds past them that once failed: 20856, 21013 and 39217 left a link
-    /// on one side (two ends read at different times) until the stores kept the ends of
-    /// each link themselves (`LinkKeeper`). Runs of seeds 1–40000 pass.
+    /// Seeds 1–100, and 20856, 21013 and 39217, which read the two ends of a link at
+    /// different times and leave a link on one side unless the stores keep the ends of each
+    /// link themselves (`LinkKeeper`). Runs of seeds 1–40000 pass.
     /// `PK_CONFLICT_SEEDS=n` runs seeds 1–n instead of 1–100.
     @Test(arguments: Array(UInt64(1)...(ProcessInfo.processInfo.environment["PK_CONFLICT_SEEDS"].flatMap { UInt64($0) } ?? 100)) + [20856, 21013, 39217])
     func randomizedConflictsKeepTheGraphWhole(seed: UInt64) throws {

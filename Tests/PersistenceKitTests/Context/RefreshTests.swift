@@ -27,16 +27,13 @@ private final class KeyLog: Sendable {
     deinit { for t in tokens.withLock({ $0 }) { NotificationCenter.default.removeObserver(t) } }
 }
 
-// Parity with Core Data for refreshing, stale faults and merge policies, from a review
-// against Apple's documentation. Each test failed on the code it was written against.
-
 /// A note with a transient attribute, for the refresh tests.
 final class TransientNote: NSManagedObject {
     @Attribute var title: String = ""
     @Attribute(.transient) var scratch: String = "unset"
 }
 
-private enum RefreshParity {
+private enum TransientNotes {
     static func noteContainer(name: String = #function) throws -> NSPersistentContainer {
         let container = NSPersistentContainer(name: name, managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [TransientNote.self]))
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
@@ -266,7 +263,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
     /// transient properties; if flag is NO, transient properties are disposed of."
     /// An object without unsaved changes loses its transient value here.
     @Test func refreshWithMergingKeepsTransientValuesOfAnUnchangedObject() throws {
-        let container = try RefreshParity.noteContainer()
+        let container = try TransientNotes.noteContainer()
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let note = TransientNote(context: context)
@@ -284,7 +281,7 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
     /// refreshAllObjects() is refresh(_:mergeChanges: true) on every registered object
     /// (WWDC 2015 / header: "preserving the unsaved changes"): transient values stay.
     @Test func refreshAllObjectsKeepsTransientValues() throws {
-        let container = try RefreshParity.noteContainer()
+        let container = try TransientNotes.noteContainer()
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let note = TransientNote(context: context)
@@ -302,8 +299,8 @@ private func externalEdit(_ container: NSPersistentContainer, _ id: NSManagedObj
     /// particular if you get an optimistic locking failure when attempting to save") is to
     /// refresh with merging and save again: the refresh reloads the values from the store
     /// and re-applies the local changes — the deletion — so the next save deletes the
-    /// current row. Before the fix the refresh of a deleted object did nothing, and every later save
-    /// conflicted again.
+    /// current row. A refresh of a deleted object that did nothing would make every later save
+    /// conflict again.
     @Test(arguments: ["refresh", "refreshAll"])
     func refreshingADeletedObjectWithMergingLetsTheDeletionBeSaved(mode: String) async throws {
         let container = try Fixtures.container()

@@ -165,8 +165,8 @@ import Testing
         }
     }
 
-    /// Found in review: rolling back an insert whose deletion was still pending reported the
-    /// object as refreshed and turned it into a fault after invalidating it.
+    /// Rolling back an insert whose deletion is still pending only invalidates the object: it
+    /// is not reported as refreshed, nor turned into a fault after being invalidated.
     @Test func rollingBackAnInsertDeletedBeforeProcessingOnlyInvalidatesIt() throws {
         let context = try Fixtures.container().newBackgroundContext()
         let seen = TestMutex<(refreshed: Int, invalidated: Int)>((0, 0))

@@ -6,7 +6,7 @@ import Testing
 // willSave()/didSave() hooks and conflict resolution, as Core Data documents them: objects
 // the willSave hooks change get willSave too, changes made in didSave are ordinary unsaved
 // changes, and the overwrite and rollback merge policies leave both ends of every
-// relationship agreeing. Each test failed before its fix.
+// relationship agreeing.
 
 /// An item whose willSave calls are counted.
 final class SHItem: NSManagedObject {

@@ -16,7 +16,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
 }
 
 @Suite("Saving a context") struct SavingTests {
-    // MARK: 2. A relationship to an object that is in no context
+    // MARK: A relationship to an object that is in no context
 
     /// Core Data fails such a save ("Dangling reference to an invalid object", 1550). As
     /// found, the save succeeds, the store gets `shelf = nil`, and the book in memory still
@@ -36,7 +36,7 @@ private func storeState(_ container: NSPersistentContainer, shelf: NSManagedObje
     }
 
     /// A primitive link to an object of another context must not be saved (Core Data fails
-    /// the save: objects in different contexts). Before the fix, it is saved.
+    /// the save: objects in different contexts).
     @Test func savingAPrimitiveLinkToAnotherContextsObjectFails() throws {
         let container = try Fixtures.container()
         let other = container.newBackgroundContext()

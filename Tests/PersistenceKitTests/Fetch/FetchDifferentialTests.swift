@@ -51,7 +51,7 @@ enum FetchDiff {
     }
 }
 
-/// A randomized differential run of fetches (from the review of row stand-ins): random books,
+/// A randomized differential run of fetches (row stand-ins included): random books,
 /// shelves and authors, random pending changes, then one fetch with a random predicate (in
 /// memory or in the store, through relationships or not), sort, window and mode, checked
 /// against the object-ID fetch, `count(for:)`, and an oracle that filters and sorts every

@@ -22,9 +22,9 @@ final class NoteFolder: NSManagedObject {
 
 /// A fetch registers the objects it returns, not every row it judged: Core Data's SQL store
 /// filters, sorts and limits rows before any object exists, and its fetched objects are
-/// faults. (Found in a review against Core Data: a sort, a window or a predicate run in
-/// memory made a live object of every row of the entity, ran `awakeFromFetch()` on rows
-/// that did not match, and the context kept them all.)
+/// faults. A sort, a window or a predicate run in memory must not make a live object of
+/// every row of the entity, run `awakeFromFetch()` on rows that do not match, or leave the
+/// context holding them all.
 @Suite("Objects a fetch registers") struct FetchRegistrationTests {
     /// 50 notes titled "<prefix>-0" … "<prefix>-49", rank = index, every tenth in a folder
     /// named "<prefix>-folder"; the context is reset afterwards.

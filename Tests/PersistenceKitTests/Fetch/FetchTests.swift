@@ -30,7 +30,7 @@ private let standardBooks: [(String, Int64)] = [
 @Suite("Fetch requests") struct FetchTests {
     /// A coordinator with the file store at `url`, or an in-memory store when it is nil.
     private static func coordinator(fileAt url: URL?) throws -> NSPersistentStoreCoordinator {
-        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [FRNode.self]))
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [PredicateNode.self]))
         if let url {
             _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: url, options: [:])
         } else {
@@ -43,8 +43,8 @@ private let standardBooks: [(String, Int64)] = [
         NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
     }
 
-    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<FRNode>) throws -> [String] {
-        let request = FRNode.fetchRequest()
+    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<PredicateNode>) throws -> [String] {
+        let request = PredicateNode.fetchRequest()
         request.predicate = predicate
         return try context.fetch(request).map(\.name).sorted()
     }
@@ -57,21 +57,21 @@ private let standardBooks: [(String, Int64)] = [
         let a = Self.context(coordinator)
         let b = Self.context(coordinator)
         let id = try a.performAndWait {
-            let n = FRNode(context: a)
+            let n = PredicateNode(context: a)
             n.name = "n"
             n.rank = 1
             try a.save()
             return n.objectID
         }
         try b.performAndWait { () throws in
-            try #require(try b.existingObject(with: id) as? FRNode).rank = 2
+            try #require(try b.existingObject(with: id) as? PredicateNode).rank = 2
             try b.save()
         }
         try a.performAndWait { () throws in
-            #expect(try Self.names(a, #Predicate<FRNode> { $0.rank == 2 }) == ["n"])
-            #expect(try Self.names(a, #Predicate<FRNode> { $0.rank == 2 || $0.rank == 2 }) == ["n"])
-            let request = FRNode.fetchRequest()
-            request.predicate = #Predicate<FRNode> { $0.rank == 2 || $0.rank == 2 }
+            #expect(try Self.names(a, #Predicate<PredicateNode> { $0.rank == 2 }) == ["n"])
+            #expect(try Self.names(a, #Predicate<PredicateNode> { $0.rank == 2 || $0.rank == 2 }) == ["n"])
+            let request = PredicateNode.fetchRequest()
+            request.predicate = #Predicate<PredicateNode> { $0.rank == 2 || $0.rank == 2 }
             #expect(try a.count(for: request) == 1)
         }
     }
@@ -87,7 +87,7 @@ private let standardBooks: [(String, Int64)] = [
         let b = Self.context(coordinator)
         let firstID = try a.performAndWait {
             let nodes = (0..<3).map { i in
-                let n = FRNode(context: a)
+                let n = PredicateNode(context: a)
                 n.name = "n\(i)"
                 n.rank = Int64(i * 10)
                 return n
@@ -96,15 +96,15 @@ private let standardBooks: [(String, Int64)] = [
             return nodes[0].objectID
         }
         try b.performAndWait { () throws in
-            try #require(try b.existingObject(with: firstID) as? FRNode).rank = 100
+            try #require(try b.existingObject(with: firstID) as? PredicateNode).rank = 100
             try b.save()
         }
         try a.performAndWait { () throws in
             #expect(!a.hasChanges)
-            let request = FRNode.fetchRequest()
+            let request = PredicateNode.fetchRequest()
             switch predicate {
-            case 1: request.predicate = #Predicate<FRNode> { $0.rank >= 0 }
-            case 2: request.predicate = #Predicate<FRNode> { $0.rank >= 0 || $0.name == "none" }
+            case 1: request.predicate = #Predicate<PredicateNode> { $0.rank >= 0 }
+            case 2: request.predicate = #Predicate<PredicateNode> { $0.rank >= 0 || $0.name == "none" }
             default: break
             }
             request.sortKeys = [SortKey("rank")]
@@ -112,7 +112,7 @@ private let standardBooks: [(String, Int64)] = [
             request.fetchLimit = 1
             let first = try a.fetch(request)
             #expect(first.map(\.name) == ["n1"])
-            let stale = try #require(a.registeredObject(for: firstID) as? FRNode)
+            let stale = try #require(a.registeredObject(for: firstID) as? PredicateNode)
             #expect(stale.rank == 0)
         }
     }
@@ -580,8 +580,8 @@ private let standardBooks: [(String, Int64)] = [
         }
     }
 
-    /// Found in review: with `includesPendingChanges = false` the predicate judged saved values
-    /// but the sort (and so a limit) used unsaved ones.
+    /// With `includesPendingChanges = false` the sort (and so a limit) uses saved values, as
+    /// the predicate does, not unsaved ones.
     @Test func withoutPendingChangesSortingUsesSavedValues() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()
@@ -606,8 +606,8 @@ private let standardBooks: [(String, Int64)] = [
         }
     }
 
-    /// Found in review: an object changed here but deleted by another context (not merged yet)
-    /// matched a predicate the store runs, yet not an unfiltered fetch or one run in memory.
+    /// An object changed here but deleted by another context (not merged yet) matches no
+    /// fetch: not a predicate the store runs, nor an unfiltered fetch or one run in memory.
     @Test func aChangedObjectWhoseRowIsGoneMatchesNoFetch() throws {
         let container = try Fixtures.container()
         let mine = container.newBackgroundContext()
@@ -633,7 +633,7 @@ private let standardBooks: [(String, Int64)] = [
         }
     }
 
-    // MARK: 6. An unknown sort key
+    // MARK: An unknown sort key
 
     /// An unknown sort key traps only when two objects are compared: with zero or one
     /// matching row the same request succeeds, so the bug surfaces only once data grows.
@@ -649,7 +649,7 @@ private let standardBooks: [(String, Int64)] = [
                 _ = try context.fetch(request)
             }
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("rating"), "stderr: \(text)")
     }
 

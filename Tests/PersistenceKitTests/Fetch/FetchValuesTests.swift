@@ -169,9 +169,9 @@ final class GatedCommitStore: ForwardingStore {
 
     // MARK: includesPropertyValues
 
-    /// Bug: an object the predicate had to read (firing it, so awakeFromFetch() ran) was
-    /// made a fault again by setting the flag only: no willTurnIntoFault/didTurnIntoFault,
-    /// so touching it ran awakeFromFetch() a second time with no fault hook in between.
+    /// An object the predicate had to read (firing it, so awakeFromFetch() ran) is made a
+    /// fault again with willTurnIntoFault/didTurnIntoFault, not by setting the flag only, so
+    /// touching it runs awakeFromFetch() a second time with the fault hooks in between.
     @Test func objectsReturnedWithoutValuesPairAwakeFromFetchWithTheFaultHooks() throws {
         let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [HookCountingBook.self]))
         let context = container.newBackgroundContext()

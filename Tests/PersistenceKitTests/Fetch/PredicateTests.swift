@@ -3,28 +3,28 @@ import Testing
 @testable import PersistenceKit
 
 /// A status kept as its raw value, the usual way to store an enum in Core Data.
-enum FRStatus: String, Codable, Sendable {
+enum PredicateTaskStatus: String, Codable, Sendable {
     case open, closed
 }
 
 /// An object with enum-typed computed properties over a stored raw value, settable and
 /// get-only, each force-unwrapping the enum (every stored value is valid).
-final class FRTask: NSManagedObject {
+final class PredicateTask: NSManagedObject {
     @Attribute var statusRaw: String = "open"
-    var status: FRStatus {
-        get { FRStatus(rawValue: statusRaw)! }
+    var status: PredicateTaskStatus {
+        get { PredicateTaskStatus(rawValue: statusRaw)! }
         set { statusRaw = newValue.rawValue }
     }
-    var state: FRStatus { FRStatus(rawValue: statusRaw)! }
+    var state: PredicateTaskStatus { PredicateTaskStatus(rawValue: statusRaw)! }
 }
 
 /// The same fetch through the store's filter and in memory must agree (a predicate with
 /// `|| false` cannot be handed to the store, so it runs in Swift on every object). Every
-/// test runs on the in-memory store and on the file store. Each failed before its fix.
+/// test runs on the in-memory store and on the file store.
 @Suite("Predicates over key paths, computed properties and relationships") struct PredicateTests {
     /// A coordinator with the file store at `url`, or an in-memory store when it is nil.
     private static func coordinator(fileAt url: URL?) throws -> NSPersistentStoreCoordinator {
-        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [FRNode.self]))
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [PredicateNode.self]))
         if let url {
             _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: url, options: [:])
         } else {
@@ -37,17 +37,17 @@ final class FRTask: NSManagedObject {
         NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
     }
 
-    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<FRNode>) throws -> [String] {
-        let request = FRNode.fetchRequest()
+    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<PredicateNode>) throws -> [String] {
+        let request = PredicateNode.fetchRequest()
         request.predicate = predicate
         return try context.fetch(request).map(\.name).sorted()
     }
 
     /// Two nodes, each the other's parent.
     private static func seedPair(_ context: NSManagedObjectContext) throws {
-        let a = FRNode(context: context)
+        let a = PredicateNode(context: context)
         a.name = "a"
-        let b = FRNode(context: context)
+        let b = PredicateNode(context: context)
         b.name = "b"
         a.parent = b
         b.parent = a
@@ -61,31 +61,31 @@ final class FRTask: NSManagedObject {
         let context = Self.context(coordinator)
         try context.performAndWait { () throws in
             try Self.seedPair(context)
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" }) == ["b"])
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent!.name == "a" || false }) == ["b"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" }) == ["b"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" || false }) == ["b"])
         }
     }
 
     /// A predicate on an enum-typed computed property runs its getter on real objects only:
     /// deciding whether the store could filter on it read it on a blank object first, where
-    /// `FRStatus(rawValue: "")!` trapped (found porting Core Data code).
+    /// `PredicateTaskStatus(rawValue: "")!` trapped (found porting Core Data code).
     @Test(arguments: [false, true]) func enumTypedComputedPropertiesAreNeverReadOnABlankObject(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let model = try NSManagedObjectModel(managedObjectClasses: [FRTask.self])
+        let model = try NSManagedObjectModel(managedObjectClasses: [PredicateTask.self])
         let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
         _ = try coordinator.addPersistentStore(type: file ? NSFileStoreType : NSInMemoryStoreType, at: file ? folder.storeURL : nil)
         let context = Self.context(coordinator)
         try context.performAndWait { () throws in
-            FRTask(context: context).status = .open
-            FRTask(context: context).status = .closed
-            FRTask(context: context).status = .closed
+            PredicateTask(context: context).status = .open
+            PredicateTask(context: context).status = .closed
+            PredicateTask(context: context).status = .closed
             try context.save()
-            let closed = FRStatus.closed
-            let settable = FRTask.fetchRequest()
-            settable.predicate = #Predicate<FRTask> { $0.status == closed }
+            let closed = PredicateTaskStatus.closed
+            let settable = PredicateTask.fetchRequest()
+            settable.predicate = #Predicate<PredicateTask> { $0.status == closed }
             #expect(try context.fetch(settable).count == 2)
-            let getOnly = FRTask.fetchRequest()
-            getOnly.predicate = #Predicate<FRTask> { $0.state != closed }
+            let getOnly = PredicateTask.fetchRequest()
+            getOnly.predicate = #Predicate<PredicateTask> { $0.state != closed }
             #expect(try context.fetch(getOnly).map(\.statusRaw) == ["open"])
         }
     }
@@ -96,11 +96,11 @@ final class FRTask: NSManagedObject {
         let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
         let context = Self.context(coordinator)
         try context.performAndWait { () throws in
-            FRNode(context: context).name = "Dune"
-            FRNode(context: context).name = ""
+            PredicateNode(context: context).name = "Dune"
+            PredicateNode(context: context).name = ""
             try context.save()
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.lowerName == "dune" }) == ["Dune"])
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.displayName == "(untitled)" }) == [""])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.lowerName == "dune" }) == ["Dune"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.displayName == "(untitled)" }) == [""])
         }
     }
 
@@ -112,25 +112,25 @@ final class FRTask: NSManagedObject {
         let context = Self.context(coordinator)
         try context.performAndWait { () throws in
             try Self.seedPair(context)
-            let orphan = FRNode(context: context)
+            let orphan = PredicateNode(context: context)
             orphan.name = "orphan"
             try context.save()
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.parentOrOwnName == "a" }) == ["b"])
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.parentOrOwnName == "orphan" }) == ["orphan"])
-            #expect(try Self.names(context, #Predicate<FRNode> { $0.parent != nil && $0.parentName == "a" }) == ["b"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "a" }) == ["b"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "orphan" }) == ["orphan"])
+            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent != nil && $0.parentName == "a" }) == ["b"])
         }
     }
 
     /// Telling a computed property that unwraps a relationship (`parent!.name`) from an
-    /// attribute reads it on a probe object without a parent: that must not trap. (In a
-    /// child process: before the fix it did.)
+    /// attribute reads it on a probe object without a parent: that must not trap. (Run in a
+    /// child process, so a trap fails the test instead of the run.)
     @Test func probingAPropertyThatUnwrapsARelationshipDoesNotTrap() async {
         await #expect(processExitsWith: .success) {
             let coordinator = try Self.coordinator(fileAt: nil)
             let context = Self.context(coordinator)
             try context.performAndWait { () throws in
                 try Self.seedPair(context)
-                let names = try Self.names(context, #Predicate<FRNode> { $0.parentName == "a" })
+                let names = try Self.names(context, #Predicate<PredicateNode> { $0.parentName == "a" })
                 precondition(names == ["b"], "got \(names)")
             }
         }
@@ -143,7 +143,7 @@ final class FRTask: NSManagedObject {
         let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
         let a = Self.context(coordinator)
         try a.performAndWait { () throws in
-            let n = FRNode(context: a)
+            let n = PredicateNode(context: a)
             n.name = "relative"
             n.link = URL(string: "b", relativeTo: URL(string: "http://x.org/"))
             try a.save()
@@ -151,8 +151,8 @@ final class FRTask: NSManagedObject {
         let b = Self.context(coordinator)
         try b.performAndWait { () throws in
             let target = URL(string: "http://x.org/b")
-            #expect(try Self.names(b, #Predicate<FRNode> { $0.link == target }) == ["relative"])
-            #expect(try Self.names(b, #Predicate<FRNode> { $0.link == target || false }) == ["relative"])
+            #expect(try Self.names(b, #Predicate<PredicateNode> { $0.link == target }) == ["relative"])
+            #expect(try Self.names(b, #Predicate<PredicateNode> { $0.link == target || false }) == ["relative"])
         }
     }
 }

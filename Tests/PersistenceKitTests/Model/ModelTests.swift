@@ -11,9 +11,7 @@ final class DRShortPart: NSManagedObject {
     @Relationship(inverse: "parts", deleteRule: .nullify) var owner: DRShortOwner?
 }
 
-// Model and validation rules that a review found broken, each with the scenario that showed it.
-
-final class MRPair: NSManagedObject {
+final class MTPair: NSManagedObject {
     @Attribute var a: String = ""
     @Attribute var b: String = ""
 }
@@ -91,7 +89,7 @@ final class EntityLookupByName: NSManagedObject {}
 @Suite("Models built from classes and by hand") struct ModelTests {
     /// The same entity with its two properties the other way round.
     static func reorderedPair() -> NSManagedObjectModel {
-        let pair = NSEntityDescription(name: "MRPair")
+        let pair = NSEntityDescription(name: "MTPair")
         pair.properties = ["b", "a"].map { name in
             let attribute = NSAttributeDescription(name: name, type: .stringAttributeType)
             attribute.isOptional = false
@@ -208,28 +206,28 @@ final class EntityLookupByName: NSManagedObject {}
         #expect(NSDeleteRule.deny == .denyDeleteRule && NSDeleteRule.noAction == .noActionDeleteRule)
     }
 
-    // MARK: 1. An entity in use joins a second model
+    // MARK: An entity in use joins a second model
 
     /// Putting an entity that a coordinator already uses into another model must trap (it
-    /// mutates a model in use). Before the fix, the second model silently takes the entity over and
-    /// re-indexes it: the first container's saved rows become invisible (count 0) and its own
-    /// object IDs are refused by existingObject(with:) as "another coordinator".
+    /// mutates a model in use). Were the second model to take the entity over silently and
+    /// re-index it, the first container's saved rows would become invisible (count 0) and its
+    /// own object IDs would be refused by existingObject(with:) as "another coordinator".
     @Test func anEntityInUseCannotJoinASecondModel() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let item = MRSupport.itemEntity("M")
+            let item = MisuseSupport.itemEntity("M")
             let first = try OTSupport.container(model: NSManagedObjectModel(entities: [item]), name: "first")
             let context = first.newBackgroundContext()
             try context.performAndWait {
                 NSEntityDescription.insertNewObject(forEntityName: "M", into: context).setValue("saved", forKey: "name")
                 try context.save()
             }
-            _ = NSManagedObjectModel(entities: [MRSupport.itemEntity("A"), item])
+            _ = NSManagedObjectModel(entities: [MisuseSupport.itemEntity("A"), item])
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("'M'"), "stderr: \(text)")
     }
 
-    // MARK: 7. Models with relationships are never freed
+    // MARK: A released model frees its entities
 
     /// destinationEntity and inverseRelationship are strong, so entities related to each
     /// other form a reference cycle: every model with a relationship leaks all of its
@@ -265,10 +263,10 @@ final class EntityLookupByName: NSManagedObject {}
     }
 
     /// Stores keep values by position: a model equal but for its property order is refused
-    /// by a store made with the other order (it used to open, values swapped).
+    /// by a store made with the other order, which would otherwise open with values swapped.
     @Test func aModelWithItsPropertiesReorderedDoesNotOpenTheStore() throws {
         let folder = try TemporaryFolder()
-        let declared = try NSManagedObjectModel(managedObjectClasses: [MRPair.self])
+        let declared = try NSManagedObjectModel(managedObjectClasses: [MTPair.self])
         let reordered = Self.reorderedPair()
         #expect(declared == reordered, "equality ignores the order, as in Core Data")
         #expect(declared.versionHash == reordered.versionHash)
@@ -276,7 +274,7 @@ final class EntityLookupByName: NSManagedObject {}
         let store = try FileStore.open(at: folder.storeURL, model: declared)
         let context = try FSSupport.context(for: store, model: declared)
         try context.performAndWait {
-            let pair = MRPair(context: context)
+            let pair = MTPair(context: context)
             pair.a = "A"
             pair.b = "B"
             try context.save()
@@ -293,8 +291,8 @@ final class EntityLookupByName: NSManagedObject {}
         try again.close()
     }
 
-    /// Setting an attribute's default before its type used to lose the default, so the
-    /// model depended on the order of the two setters.
+    /// An attribute's default set before its type is kept: the model does not depend on the
+    /// order of the two setters.
     @Test func aDefaultSetBeforeTheTypeIsKept() throws {
         func pages(typeFirst: Bool) -> NSManagedObjectModel {
             let attribute = NSAttributeDescription()
@@ -337,8 +335,8 @@ final class EntityLookupByName: NSManagedObject {}
         #expect(count == 1)
     }
 
-    /// Found in review: an entity built in code that names its class only by
-    /// `managedObjectClassName` served `init(context:)` but not `entity()`.
+    /// An entity built in code that names its class only by `managedObjectClassName` serves
+    /// `entity()` as well as `init(context:)`.
     @Test func entityOfAClassNamedByAHandBuiltEntity() throws {
         let entity = NSEntityDescription()
         entity.name = "EntityLookupByName"

@@ -2,12 +2,12 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-final class MRBox: NSManagedObject {
-    @Relationship(inverse: "box", maxCount: 1) var things: Set<MRThing>
+final class MTBox: NSManagedObject {
+    @Relationship(inverse: "box", maxCount: 1) var things: Set<MTThing>
 }
 
-final class MRThing: NSManagedObject {
-    @Relationship(inverse: "things") var box: MRBox?
+final class MTThing: NSManagedObject {
+    @Relationship(inverse: "things") var box: MTBox?
 }
 
 /// A relationship whose destination class is not given to the model.
@@ -164,15 +164,15 @@ enum MTSecondScope {
 
     /// A `Set` property with maxCount 1 described a to-one, and reading it trapped.
     @Test func aSetPropertyWithMaxCountOneIsAModelError() throws {
-        let model = try? NSManagedObjectModel(managedObjectClasses: [MRBox.self, MRThing.self])
+        let model = try? NSManagedObjectModel(managedObjectClasses: [MTBox.self, MTThing.self])
         let error: ModelError?
         if let model {
             error = #expect(throws: ModelError.self) { try model.validate() }
         } else {
-            error = #expect(throws: ModelError.self) { _ = try NSManagedObjectModel(managedObjectClasses: [MRBox.self, MRThing.self]) }
+            error = #expect(throws: ModelError.self) { _ = try NSManagedObjectModel(managedObjectClasses: [MTBox.self, MTThing.self]) }
         }
         #expect(error?.kind == .invalidCount)
-        #expect(error?.entity == "MRBox" && error?.property == "things")
+        #expect(error?.entity == "MTBox" && error?.property == "things")
     }
 
     // MARK: Model errors

@@ -2,8 +2,7 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-// Model classes used only by ObjectTests.
-
+/// Every supported attribute type, required and optional.
 final class OTAllTypes: NSManagedObject {
     @Attribute var i16: Int16 = 0
     @Attribute var i32: Int32 = 0
@@ -38,8 +37,8 @@ final class OTAllTypes: NSManagedObject {
 
 /// Attribute values of every supported type, as properties, by key and as primitives.
 @Suite("Attribute values: types, optionals, defaults and key-value access") struct AttributeTests {
-    /// Found in review: an NSNumber with a fraction was accepted for an integer attribute and
-    /// cut to its integer part.
+    /// An NSNumber with a fraction is not an integer: an integer attribute refuses it rather
+    /// than cut it to its integer part.
     @Test func anNSNumberWithAFractionIsNotAnInteger() throws {
         let context = try Fixtures.container().newBackgroundContext()
         try context.performAndWait {
@@ -52,7 +51,7 @@ final class OTAllTypes: NSManagedObject {
     }
 
     /// `value(forKeyPath:)` / `setValue(_:forKeyPath:)`, which Core Data tutorials use for
-    /// plain keys (found in a compatibility probe: they did not exist): one key reads and
+    /// plain keys: one key reads and
     /// writes as `forKey:`; dots lead through to-one relationships; a nil relationship on
     /// the way reads nil and ignores a write, as key-value coding does.
     @Test func keyPathsReadAndWriteThroughToOneRelationships() throws {

@@ -6,7 +6,7 @@ import Testing
 /// of an object.
 @Suite("Small Core Data members ported code uses") struct CompatibilityAPITests {
     /// Core Data's `name` is developer-provided: nil on the container's view context until
-    /// set (found in a compatibility review: it read "viewContext"). Messages still call the
+    /// set (not "viewContext"). Messages still call the
     /// view context so (QueueDisciplineTests checks a trap's text).
     @Test @MainActor func theViewContextHasNoNameUntilOneIsGiven() throws {
         let container = try Fixtures.container()

@@ -158,11 +158,11 @@ import PersistenceKit
         #expect(text.contains("name"), "stderr: \(text)")
     }
 
-    // MARK: 5. setPrimitiveValue with an object of another entity
+    // MARK: setPrimitiveValue with an object of another entity
 
-    /// The doc says setPrimitiveValue "traps on ... a value of the wrong type". Before the fix, an
-    /// Author is accepted for Book.shelf and saved: a fresh context then reads a phantom
-    /// Shelf (the Author's row decoded as a Shelf) that no fetch of Shelf returns.
+    /// The doc says setPrimitiveValue "traps on ... a value of the wrong type". An Author
+    /// accepted for Book.shelf and saved would make a fresh context read a phantom Shelf (the
+    /// Author's row decoded as a Shelf) that no fetch of Shelf returns.
     @Test func setPrimitiveValueWithAnObjectOfTheWrongEntityTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()
@@ -172,7 +172,7 @@ import PersistenceKit
                 book.setPrimitiveValue(Author(context: context), forKey: "shelf")
             }
         }
-        let text = MRSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book.shelf") || text.contains("'shelf'"), "stderr: \(text)")
         #expect(text.contains("Author"), "stderr: \(text)")
     }

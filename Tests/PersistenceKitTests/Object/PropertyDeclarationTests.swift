@@ -698,8 +698,8 @@ private enum PDSupport {
     @Test @MainActor func withAHandBuiltModelANilReadGivesTheModelsDefault() throws {
         // The model says "model" and 1; the class declares "untitled" and 42. As in Core
         // Data, which has no class-level defaults, the model's default is the default; the
-        // class is never instantiated to find its own (found in review: doing so ran its
-        // initializer with a blank entity, which could trap).
+        // class is never instantiated to find its own (that would run its initializer with a
+        // blank entity, which could trap).
         let entity = NSEntityDescription()
         entity.name = "PDDefaults"
         entity.managedObjectClass = PDDefaults.self
@@ -745,8 +745,8 @@ private enum PDSupport {
         #expect(o.added == first)
     }
 
-    /// Found in review: `pendingRow` once used 0 for "none", and a store handing out key 0
-    /// could no longer save.
+    /// Primary key 0 is an ordinary key: `pendingRow` must not take 0 for "none", or a store
+    /// handing out key 0 could not save.
     @Test func aStoreHandingOutPrimaryKeyZeroCanSave() throws {
         let model = try NSManagedObjectModel(managedObjectClasses: [PDDefaults.self])
         let store = PDFromZeroStore(model: model)
@@ -767,8 +767,8 @@ private enum PDSupport {
         }
     }
 
-    /// Found in review: wrappers made lazily during the first pass only shifted the later
-    /// passes' windows, and a declared property was then reported as not declared.
+    /// Wrappers made lazily during the first pass only would shift the later passes' windows
+    /// and report a declared property as not declared; passes that disagree trap instead.
     @Test func passesThatRunDifferentInitializersTrap() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = try? NSManagedObjectModel(managedObjectClasses: [PDWideLazy.self])

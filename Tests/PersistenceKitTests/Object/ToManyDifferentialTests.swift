@@ -4,10 +4,10 @@ import Testing
 @testable import PersistenceKit
 
 // A randomized differential run over the to-many edit tracking, the bulk registration of a
-// large to-many's faults and merging (written in review; it found nothing wrong, and stays
-// as a guard). Deeper runs: PK_DIFF_SEEDS / PK_DIFF_STEPS, and the large-shelf variant with
-// PK_DIFF_BIG_SEEDS / PK_DIFF_BIG_STEPS (the review ran 2,400 seeds of 100 steps and 800 of
-// 150, and 6 large seeds).
+// large to-many's faults and merging, checked against the graph a fresh context reads.
+// Deeper runs: PK_DIFF_SEEDS / PK_DIFF_STEPS, and the large-shelf variant with
+// PK_DIFF_BIG_SEEDS / PK_DIFF_BIG_STEPS (2,400 seeds of 100 steps, 800 of 150 and 6 large
+// seeds have passed).
 
 /// The graph of relationships a context sees, and how two compare.
 enum TMDiff {

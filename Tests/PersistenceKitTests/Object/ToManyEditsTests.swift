@@ -172,7 +172,7 @@ final class TMEItem: NSManagedObject {
 
     /// A deleted book that this context's stale shelf still lists (another context moved
     /// it away, this one refreshed it before deleting it) is a dangling reference when the
-    /// shelf is saved next, as it was before the edits were tracked (found in review).
+    /// shelf is saved next, as it is when the edits are not tracked.
     @Test(arguments: [false, true])
     func aStaleShelfStillListingADeletedBookFailsAsDangling(onFile: Bool) throws {
         let folder = try TemporaryFolder()
@@ -208,8 +208,8 @@ final class TMEItem: NSManagedObject {
     }
 
     /// A validation hook that inserts and links an object during a save: the same save
-    /// writes the object and the link (found in review: the list was written without it,
-    /// when the object was left for the next save).
+    /// writes the object and the link (not the list without the object, leaving the object
+    /// for the next save).
     @Test(arguments: [false, true])
     func anObjectAValidationHookLinkedIsWrittenByTheSameSave(onFile: Bool) throws {
         let folder = try TemporaryFolder()

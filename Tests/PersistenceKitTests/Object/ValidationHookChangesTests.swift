@@ -4,9 +4,9 @@ import Testing
 @testable import PersistenceKit
 
 // Validation hooks that change, unlink or delete objects the save had not listed: the save
-// saves those changes too (found in review: they were dropped unsaved, and the objects, still
-// flagged changed, never entered the context's sets again, so later edits were lost as well).
-// Each test runs on the in-memory store and on the file store, and failed before the fix.
+// saves those changes too, rather than dropping them unsaved while the objects stay flagged
+// changed outside the context's sets (which would lose their later edits as well).
+// Each test runs on the in-memory store and on the file store.
 
 /// A bin whose update validation renames another bin and takes an item from it.
 final class VHBin: NSManagedObject {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import PersistenceKit
 
-// Model classes used only by BadInputTests.
+// Model classes used only by the validation tests.
 
 final class BITSmall: NSManagedObject {
     @Attribute var small: Int16 = 0
@@ -10,12 +10,12 @@ final class BITSmall: NSManagedObject {
     @Attribute var note: String?
 }
 
-final class MRGroup: NSManagedObject {
-    @Relationship(inverse: "group", minCount: 2) var members: Set<MRMember>
+final class MTGroup: NSManagedObject {
+    @Relationship(inverse: "group", minCount: 2) var members: Set<MTMember>
 }
 
-final class MRMember: NSManagedObject {
-    @Relationship(inverse: "members") var group: MRGroup?
+final class MTMember: NSManagedObject {
+    @Relationship(inverse: "members") var group: MTGroup?
 }
 
 final class VTOwner: NSManagedObject {
@@ -177,17 +177,17 @@ private struct Problem: Hashable, Sendable {
     }
 
     /// Core Data applies a to-many's counts only when it has objects: an optional one may
-    /// be empty whatever its minimum (saving used to fail with 1580).
+    /// be empty whatever its minimum (the save does not fail with 1580).
     @Test func anOptionalToManyMayBeEmptyWhateverItsMinimum() throws {
-        let container = try ContextLifetimeTests.container([MRGroup.self, MRMember.self])
+        let container = try ContextLifetimeTests.container([MTGroup.self, MTMember.self])
         let context = container.newBackgroundContext()
         try context.performAndWait {
-            let group = MRGroup(context: context)
+            let group = MTGroup(context: context)
             try context.save()
-            group.$members.insert(MRMember(context: context))
+            group.$members.insert(MTMember(context: context))
             let error = #expect(throws: CoreDataError.self) { try context.save() }
             #expect(error?.code == .validationRelationshipLacksMinimumCount)
-            group.$members.insert(MRMember(context: context))
+            group.$members.insert(MTMember(context: context))
             try context.save()
         }
     }

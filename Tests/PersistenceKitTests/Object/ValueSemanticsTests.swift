@@ -12,7 +12,7 @@ final class VSEvent: NSManagedObject {
 }
 
 /// Values Swift compares loosely (NaN, canonically equivalent strings): change tracking,
-/// merging, sorting and the stores must treat them exactly. Each test failed before its fix.
+/// merging, sorting and the stores must treat them exactly.
 /// (PEItem is from PredicateEdgeTests.)
 @Suite("Values compared exactly: NaN and equivalent strings") struct ValueSemanticsTests {
     /// A merge keeps this context's unsaved edits, but an attribute holding NaN that this

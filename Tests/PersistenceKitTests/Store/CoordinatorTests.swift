@@ -50,8 +50,8 @@ import Musl
         #expect(coordinator.persistentStores.isEmpty)
     }
 
-    /// Found in review: a file store took the path of any URL, so `https://host/tmp/x.store`
-    /// created and locked `/tmp/x.store` on the local disk.
+    /// A file store refuses a URL that is not a file URL, rather than take its path
+    /// (`https://host/tmp/x.store` would create and lock `/tmp/x.store` on the local disk).
     @Test func aFileStoreRefusesAURLThatIsNotAFileURL() async throws {
         let name = "not-a-file-url-\(UUID().uuidString).store"
         let url = try #require(URL(string: "https://example.com/tmp/\(name)"))
@@ -100,11 +100,11 @@ import Musl
         try c.remove(s)
     }
 
-    // MARK: 9. A misspelt store option
+    // MARK: A misspelt store option
 
     /// An unknown durability value ("Normal" for "normal") silently falls back to full.
     @Test func anUnknownDurabilityValueIsReported() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("MisuseReview-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("UnknownDurability-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let container = NSPersistentContainer(name: "Durability", managedObjectModel: try Fixtures.model())

@@ -3,9 +3,9 @@ import TestSupport
 import Testing
 @testable import PersistenceKit
 
-final class LR2Shelf: NSManagedObject {
+final class HookedLinkShelf: NSManagedObject {
     @Attribute var name: String = ""
-    @Relationship(inverse: "shelf") var books: Set<LR2Book>
+    @Relationship(inverse: "shelf") var books: Set<HookedLinkBook>
     var calls: [String] = []
     override func willSave() {
         super.willSave()
@@ -17,45 +17,39 @@ final class LR2Shelf: NSManagedObject {
     }
 }
 
-final class LR2Book: NSManagedObject {
+final class HookedLinkBook: NSManagedObject {
     @Attribute var title: String = ""
-    @Relationship(inverse: "books") var shelf: LR2Shelf?
+    @Relationship(inverse: "books") var shelf: HookedLinkShelf?
 }
 
-// Found by reviewing `LinkKeeper` (the stores keeping both ends of each link) and the save
-// changes that go with it: one-to-one take-overs, several claims on one derived to-one, a
-// link to a row deleted in the same commit, a derived end listing a row deleted under "no
-// action", self-inverse relationships, stale ends through contexts, and rows the store
-// writes besides a save's own. The first four failed before their fixes.
-
-final class LRPerson: NSManagedObject {
+final class LinkPerson: NSManagedObject {
     @Attribute var name: String = ""
-    @Relationship(inverse: "friends") var friends: Set<LRPerson>
-    @Relationship(inverse: "spouse") var spouse: LRPerson?
+    @Relationship(inverse: "friends") var friends: Set<LinkPerson>
+    @Relationship(inverse: "spouse") var spouse: LinkPerson?
 }
 
-final class LRParent: NSManagedObject {
+final class LinkParent: NSManagedObject {
     @Attribute var name: String = ""
-    @Relationship(inverse: "parent") var children: Set<LRChild>
+    @Relationship(inverse: "parent") var children: Set<LinkChild>
 }
 
-final class LRChild: NSManagedObject {
+final class LinkChild: NSManagedObject {
     @Attribute var name: String = ""
-    @Relationship(inverse: "children", deleteRule: .noActionDeleteRule) var parent: LRParent?
+    @Relationship(inverse: "children", deleteRule: .noActionDeleteRule) var parent: LinkParent?
 }
 
 /// A link is stored on both ends. The store derives one end from the other within a
 /// transaction and in rows outside it; these tests write rows directly, as no context would,
 /// and through contexts, to show that no transaction can leave a link on one side.
 @Suite("Both ends of every link kept by the store", .serialized) struct StoreLinkTests {
-    /// A store of either kind over the self-inverse `LRPerson` model.
+    /// A store of either kind over the self-inverse `LinkPerson` model.
     final class PersonBench {
         let store: any PersistentStore
         let model: NSManagedObjectModel
         let folder: TemporaryFolder
 
         init(_ kind: String) throws {
-            let model = try NSManagedObjectModel(managedObjectClasses: [LRPerson.self])
+            let model = try NSManagedObjectModel(managedObjectClasses: [LinkPerson.self])
             model.seal()
             self.model = model
             folder = try TemporaryFolder()
@@ -64,10 +58,10 @@ final class LRChild: NSManagedObject {
 
         deinit { try? (store as? FileStore)?.close() }
 
-        func id(_ pk: Int64) -> StoreRowID { StoreRowID(entity: model.entitiesByName["LRPerson"]!.index, primaryKey: pk) }
+        func id(_ pk: Int64) -> StoreRowID { StoreRowID(entity: model.entitiesByName["LinkPerson"]!.index, primaryKey: pk) }
 
         func row(_ pk: Int64, version: Int64 = 0, spouse: Int64? = nil) -> StoreRow {
-            let e = model.entitiesByName["LRPerson"]!
+            let e = model.entitiesByName["LinkPerson"]!
             var all = [StoreValue](repeating: .null, count: e.properties.count)
             all[e.indexByName["name"]!] = .string("P\(pk)")
             all[e.indexByName["friends"]!] = .references([])
@@ -163,9 +157,9 @@ final class LRChild: NSManagedObject {
         }
     }
 
-    /// Self-inverse one-to-one (`spouse`, both ends owning): P3 takes P2 from P1. The
-    /// take-over release added by the first review only runs for a derived to-one, so P1
-    /// keeps pointing at P2 while P2 points at P3.
+    /// Self-inverse one-to-one (`spouse`, both ends owning): P3 takes P2 from P1. P1 must let
+    /// go of P2 (a take-over release limited to a derived to-one would leave P1 pointing at
+    /// P2 while P2 points at P3).
     @Test(arguments: ["file", "memory"])
     func selfInverseOneToOneTakeOverReleasesThePreviousSpouse(kind: String) throws {
         let b = try PersonBench(kind)
@@ -186,14 +180,14 @@ final class LRChild: NSManagedObject {
     /// Same through a context (primitive setters, which keep no inverse, as in Core Data).
     @Test func primitiveSpouseTakeOverThroughAContext() throws {
         let folder = try TemporaryFolder()
-        let model = try NSManagedObjectModel(managedObjectClasses: [LRPerson.self])
+        let model = try NSManagedObjectModel(managedObjectClasses: [LinkPerson.self])
         let container = try FSSupport.container(at: folder.storeURL, model: model, name: "spouse")
         let ctx = container.newBackgroundContext()
         try ctx.performAndWait {
-            let p1 = LRPerson(context: ctx), p2 = LRPerson(context: ctx)
+            let p1 = LinkPerson(context: ctx), p2 = LinkPerson(context: ctx)
             p1.spouse = p2
             try ctx.save()
-            let p3 = LRPerson(context: ctx)
+            let p3 = LinkPerson(context: ctx)
             p3.setPrimitiveValue(p2, forKey: "spouse")
             try ctx.save()
         }
@@ -268,7 +262,7 @@ final class LRChild: NSManagedObject {
     /// notification's sets does, as in Core Data.
     @Test func objectsAnnouncedAsUpdatedGetDidSave() throws {
         let folder = try TemporaryFolder()
-        let model = try NSManagedObjectModel(managedObjectClasses: [LR2Shelf.self, LR2Book.self])
+        let model = try NSManagedObjectModel(managedObjectClasses: [HookedLinkShelf.self, HookedLinkBook.self])
         let container = try FSSupport.container(at: folder.storeURL, model: model, name: "hooks")
         let ctx = container.newBackgroundContext()
         let announced = TestMutex<[String]>([])
@@ -278,17 +272,17 @@ final class LRChild: NSManagedObject {
         }
         defer { NotificationCenter.default.removeObserver(token) }
         let (calls, shelfBooks): ([String], Int) = try ctx.performAndWait {
-            let s = LR2Shelf(context: ctx)
+            let s = HookedLinkShelf(context: ctx)
             s.name = "S"
             try ctx.save()
             s.calls = []
-            let b = LR2Book(context: ctx)
+            let b = HookedLinkBook(context: ctx)
             b.setPrimitiveValue(s, forKey: "shelf")
             try ctx.save()
             return (s.calls, s.books.count)
         }
         #expect(shelfBooks == 1)
-        #expect(announced.withLock { $0 } == ["LR2Shelf"])
+        #expect(announced.withLock { $0 } == ["HookedLinkShelf"])
         #expect(calls.contains("didSave"), "hooks on the announced shelf: \(calls)")
     }
 
@@ -312,8 +306,8 @@ final class LRChild: NSManagedObject {
     }
 
     /// Two owning ends in one transaction claim the same one-to-one target: the derived
-    /// end takes one (the larger row) and the other owner lets go (it kept pointing at the
-    /// target, one-sided, before the fix).
+    /// end takes one (the larger row) and the other owner lets go, rather than keep pointing
+    /// at the target one-sided.
     @Test(arguments: ["file", "memory"])
     func twoOwnersOfOneToOneInOneTransaction(kind: String) throws {
         let b = try Bench(kind)
@@ -325,8 +319,8 @@ final class LRChild: NSManagedObject {
         #expect(try storedGraphProblems(b.store, b.model) == [], "\(kind)")
     }
 
-    /// A row linked to a row the same transaction deletes: the link is dropped (it was
-    /// stored pointing at the missing row before the fix).
+    /// A row linked to a row the same transaction deletes: the link is dropped, not stored
+    /// pointing at the missing row.
     @Test(arguments: ["file", "memory"])
     func linkToARowDeletedInTheSameTransaction(kind: String) throws {
         let b = try Bench(kind)
@@ -341,12 +335,12 @@ final class LRChild: NSManagedObject {
     @Test(arguments: ["file", "memory"])
     func selfInverseRelationshipsKeepBothEnds(kind: String) throws {
         let folder = try TemporaryFolder()
-        let model = try NSManagedObjectModel(managedObjectClasses: [LRPerson.self])
+        let model = try NSManagedObjectModel(managedObjectClasses: [LinkPerson.self])
         let container = try Self.container(kind, model: model, at: folder)
         let ctx = container.newBackgroundContext()
         let ids = try ctx.performAndWait {
-            let p = (0..<4).map { i -> LRPerson in
-                let o = LRPerson(context: ctx)
+            let p = (0..<4).map { i -> LinkPerson in
+                let o = LinkPerson(context: ctx)
                 o.name = "P\(i)"
                 return o
             }
@@ -366,7 +360,7 @@ final class LRChild: NSManagedObject {
         let fresh = container.newBackgroundContext()
         let summary = fresh.performAndWait {
             ids.map { id in
-                let o = fresh.object(with: id) as! LRPerson
+                let o = fresh.object(with: id) as! LinkPerson
                 return "\(o.name):\(o.friends.map(\.name).sorted().joined(separator: ","))/\(o.spouse?.name ?? "-")"
             }
         }
@@ -379,20 +373,20 @@ final class LRChild: NSManagedObject {
     }
 
     /// No-action rule on the to-one (owning) end: deleting the child must not leave the
-    /// parent's derived set listing it for good. Before the fix the set kept the dead row
-    /// and, derived ends being the store's to keep, a save removing it was ignored; now the
-    /// deletion takes it out of derived ends whatever the rule (as a list a SQL store
-    /// computes from foreign keys), and removing it explicitly saves cleanly too.
+    /// parent's derived set listing it for good (derived ends being the store's to keep, a
+    /// save removing it would be ignored): the deletion takes it out of derived ends whatever
+    /// the rule (as a list a SQL store computes from foreign keys), and removing it explicitly
+    /// saves cleanly too.
     @Test(arguments: ["file", "memory"])
     func aDanglingEntryCanBeRemovedFromTheDerivedEnd(kind: String) throws {
         let folder = try TemporaryFolder()
-        let model = try NSManagedObjectModel(managedObjectClasses: [LRParent.self, LRChild.self])
+        let model = try NSManagedObjectModel(managedObjectClasses: [LinkParent.self, LinkChild.self])
         let container = try Self.container(kind, model: model, at: folder)
         let ctx = container.newBackgroundContext()
         let (pID, cID) = try ctx.performAndWait {
-            let p = LRParent(context: ctx)
+            let p = LinkParent(context: ctx)
             p.name = "P"
-            let c = LRChild(context: ctx)
+            let c = LinkChild(context: ctx)
             c.name = "C"
             c.parent = p
             try ctx.save()
@@ -407,7 +401,7 @@ final class LRChild: NSManagedObject {
         // Clean up explicitly through the set.
         let ctx2 = container.newBackgroundContext()
         let inMemory: Int = try ctx2.performAndWait {
-            let p = ctx2.object(with: pID) as! LRParent
+            let p = ctx2.object(with: pID) as! LinkParent
             let stale = p.children
             for c in stale { p.$children.remove(c) }
             p.name = "P2"
@@ -493,8 +487,8 @@ final class LRChild: NSManagedObject {
     }
 
     /// Two books given the same cover by primitive setters (no inverse upkeep): the store's
-    /// derived end can list one of them only, and the other lets go (before the fix it kept
-    /// a one-sided link).
+    /// derived end can list one of them only, and the other lets go rather than keep a
+    /// one-sided link.
     @Test func twoPrimitiveOwnersOfOneCover() throws {
         let folder = try TemporaryFolder()
         let container = try FSSupport.container(at: folder.storeURL, name: "prim")

@@ -31,11 +31,7 @@ enum BITSupport {
     }
 }
 
-// Misuse and lifetime: programmer errors trap with a message naming the rule, bad input
-// to a save is a typed error, nothing saved is lost, and a released model frees its
-// entities. Each test failed before its fix.
-
-enum MRSupport {
+enum MisuseSupport {
     static func stderr(_ result: ExitTest.Result?) -> String {
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     }

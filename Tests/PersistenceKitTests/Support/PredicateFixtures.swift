@@ -4,12 +4,12 @@ import Testing
 
 /// A node related to other nodes, with computed properties that read its attribute or a
 /// related node's: the store must never filter those as the attribute itself.
-final class FRNode: NSManagedObject {
+final class PredicateNode: NSManagedObject {
     @Attribute var name: String = ""
     @Attribute(.indexed) var rank: Int64 = 0
     @Attribute var link: URL?
-    @Relationship(inverse: "children") var parent: FRNode?
-    @Relationship(inverse: "parent") var children: Set<FRNode>
+    @Relationship(inverse: "children") var parent: PredicateNode?
+    @Relationship(inverse: "parent") var children: Set<PredicateNode>
     var lowerName: String { name.lowercased() }
     var displayName: String { name.isEmpty ? "(untitled)" : name }
     var parentName: String { parent!.name }
