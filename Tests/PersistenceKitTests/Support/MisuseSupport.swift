@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import PersistenceKit
 
+/// Containers and models for tests of bad input: an in-memory container of any model, one
+/// whose stores were never loaded, and a model that fails validation.
 enum BITSupport {
     static func container(model: NSManagedObjectModel, name: String = #function) throws -> NSPersistentContainer {
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
@@ -31,6 +33,7 @@ enum BITSupport {
     }
 }
 
+/// Exit-test output and hand-built entities for the misuse tests.
 enum MisuseSupport {
     static func stderr(_ result: ExitTest.Result?) -> String {
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
