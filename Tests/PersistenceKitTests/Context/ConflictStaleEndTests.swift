@@ -102,34 +102,6 @@ import Testing
         return nil
     }
 
-    /// Saves shelf "S" holding book "X" through `container`; returns their IDs.
-    private static func seedShelfHoldingABook(_ container: NSPersistentContainer) throws -> (NSManagedObjectID, NSManagedObjectID) {
-        let seed = container.newBackgroundContext()
-        return try seed.performAndWait {
-            let s = Shelf(context: seed)
-            s.name = "S"
-            let x = Book(context: seed)
-            x.title = "X"
-            x.shelf = s
-            try seed.save()
-            return (s.objectID, x.objectID)
-        }
-    }
-
-    /// A loaded container for `model`: a file store in `folder` ("file") or an in-memory
-    /// store ("memory").
-    private static func container(_ kind: String, model: NSManagedObjectModel, at folder: borrowing TemporaryFolder) throws
-        -> NSPersistentContainer
-    {
-        if kind == "file" { return try FSSupport.container(at: folder.storeURL, model: model, name: kind) }
-        let container = NSPersistentContainer(name: kind, managedObjectModel: model)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
-        let failure = TestMutex<(any Error)?>(nil)
-        container.loadPersistentStores { _, error in failure.withLock { $0 = error } }  // synchronous by default
-        if let error = failure.withLock({ $0 }) { throw error }
-        return container
-    }
-
     /// Context A links X and Q (both loaded). Another coordinator links them too and saves.
     /// A refreshes X (now at its newest version; Q still at its first) and unlinks them,
     /// through X or through Q. Under the error policy A's save may fail with the conflict
@@ -320,7 +292,7 @@ import Testing
     func addingThroughTheDerivedEndWithAStaleOwnerIsNotLost(policy: NSMergePolicy) throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
-        let (sID, xID) = try Self.seedShelfHoldingABook(c1)
+        let (sID, xID) = try Fixtures.seedShelfHoldingABook(c1)
         let a = c1.newBackgroundContext()
         a.mergePolicy = policy
         a.performAndWait {

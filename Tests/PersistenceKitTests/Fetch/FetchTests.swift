@@ -28,34 +28,13 @@ private let standardBooks: [(String, Int64)] = [
 /// Predicates, sort keys, windows and result types of a fetch request, and how pending
 /// changes of the context are matched.
 @Suite("Fetch requests") struct FetchTests {
-    /// A coordinator with the file store at `url`, or an in-memory store when it is nil.
-    private static func coordinator(fileAt url: URL?) throws -> NSPersistentStoreCoordinator {
-        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [PredicateNode.self]))
-        if let url {
-            _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: url, options: [:])
-        } else {
-            _ = try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil, options: [:])
-        }
-        return coordinator
-    }
-
-    private static func context(_ coordinator: NSPersistentStoreCoordinator) -> NSManagedObjectContext {
-        NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
-    }
-
-    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<PredicateNode>) throws -> [String] {
-        let request = PredicateNode.fetchRequest()
-        request.predicate = predicate
-        return try context.fetch(request).map(\.name).sorted()
-    }
-
     /// An object another context changed, not merged here, is judged by its saved row on
     /// both paths, as the store judges it, in fetches and counts alike.
     @Test(arguments: [false, true]) func anUnmergedObjectIsJudgedByItsSavedRow(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let a = Self.context(coordinator)
-        let b = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = PredicateFixtures.context(coordinator)
+        let b = PredicateFixtures.context(coordinator)
         let id = try a.performAndWait {
             let n = PredicateNode(context: a)
             n.name = "n"
@@ -68,8 +47,8 @@ private let standardBooks: [(String, Int64)] = [
             try b.save()
         }
         try a.performAndWait { () throws in
-            #expect(try Self.names(a, #Predicate<PredicateNode> { $0.rank == 2 }) == ["n"])
-            #expect(try Self.names(a, #Predicate<PredicateNode> { $0.rank == 2 || $0.rank == 2 }) == ["n"])
+            #expect(try PredicateFixtures.names(a, #Predicate<PredicateNode> { $0.rank == 2 }) == ["n"])
+            #expect(try PredicateFixtures.names(a, #Predicate<PredicateNode> { $0.rank == 2 || $0.rank == 2 }) == ["n"])
             let request = PredicateNode.fetchRequest()
             request.predicate = #Predicate<PredicateNode> { $0.rank == 2 || $0.rank == 2 }
             #expect(try a.count(for: request) == 1)
@@ -82,9 +61,9 @@ private let standardBooks: [(String, Int64)] = [
     /// (Core Data returns registered objects as they are).
     @Test(arguments: [false, true], [0, 1, 2]) func anUnmergedObjectSortsByItsSavedRow(file: Bool, predicate: Int) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let a = Self.context(coordinator)
-        let b = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = PredicateFixtures.context(coordinator)
+        let b = PredicateFixtures.context(coordinator)
         let firstID = try a.performAndWait {
             let nodes = (0..<3).map { i in
                 let n = PredicateNode(context: a)

@@ -22,27 +22,6 @@ final class PredicateTask: NSManagedObject {
 /// `|| false` cannot be handed to the store, so it runs in Swift on every object). Every
 /// test runs on the in-memory store and on the file store.
 @Suite("Predicates over key paths, computed properties and relationships") struct PredicateTests {
-    /// A coordinator with the file store at `url`, or an in-memory store when it is nil.
-    private static func coordinator(fileAt url: URL?) throws -> NSPersistentStoreCoordinator {
-        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: try NSManagedObjectModel(managedObjectClasses: [PredicateNode.self]))
-        if let url {
-            _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: url, options: [:])
-        } else {
-            _ = try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil, options: [:])
-        }
-        return coordinator
-    }
-
-    private static func context(_ coordinator: NSPersistentStoreCoordinator) -> NSManagedObjectContext {
-        NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
-    }
-
-    private static func names(_ context: NSManagedObjectContext, _ predicate: Predicate<PredicateNode>) throws -> [String] {
-        let request = PredicateNode.fetchRequest()
-        request.predicate = predicate
-        return try context.fetch(request).map(\.name).sorted()
-    }
-
     /// Two nodes, each the other's parent.
     private static func seedPair(_ context: NSManagedObjectContext) throws {
         let a = PredicateNode(context: context)
@@ -57,12 +36,12 @@ final class PredicateTask: NSManagedObject {
     /// `$0.parent!.name` has the key path `\.name`, applied to the parent, not to `$0`.
     @Test(arguments: [false, true]) func aKeyPathOnARelatedObjectIsNotTheObjectsOwn(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let context = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = PredicateFixtures.context(coordinator)
         try context.performAndWait { () throws in
             try Self.seedPair(context)
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" }) == ["b"])
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" || false }) == ["b"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" }) == ["b"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parent!.name == "a" || false }) == ["b"])
         }
     }
 
@@ -74,7 +53,7 @@ final class PredicateTask: NSManagedObject {
         let model = try NSManagedObjectModel(managedObjectClasses: [PredicateTask.self])
         let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
         _ = try coordinator.addPersistentStore(type: file ? NSFileStoreType : NSInMemoryStoreType, at: file ? folder.storeURL : nil)
-        let context = Self.context(coordinator)
+        let context = PredicateFixtures.context(coordinator)
         try context.performAndWait { () throws in
             PredicateTask(context: context).status = .open
             PredicateTask(context: context).status = .closed
@@ -93,14 +72,14 @@ final class PredicateTask: NSManagedObject {
     /// Computed properties that give back their attribute for some values only.
     @Test(arguments: [false, true]) func computedPropertiesAreNotTakenForTheirAttribute(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let context = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = PredicateFixtures.context(coordinator)
         try context.performAndWait { () throws in
             PredicateNode(context: context).name = "Dune"
             PredicateNode(context: context).name = ""
             try context.save()
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.lowerName == "dune" }) == ["Dune"])
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.displayName == "(untitled)" }) == [""])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.lowerName == "dune" }) == ["Dune"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.displayName == "(untitled)" }) == [""])
         }
     }
 
@@ -108,16 +87,16 @@ final class PredicateTask: NSManagedObject {
     /// attribute must neither trap (the probe object has no parent) nor take it for `name`.
     @Test(arguments: [false, true]) func computedPropertiesThroughARelationship(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let context = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let context = PredicateFixtures.context(coordinator)
         try context.performAndWait { () throws in
             try Self.seedPair(context)
             let orphan = PredicateNode(context: context)
             orphan.name = "orphan"
             try context.save()
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "a" }) == ["b"])
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "orphan" }) == ["orphan"])
-            #expect(try Self.names(context, #Predicate<PredicateNode> { $0.parent != nil && $0.parentName == "a" }) == ["b"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "a" }) == ["b"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parentOrOwnName == "orphan" }) == ["orphan"])
+            #expect(try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parent != nil && $0.parentName == "a" }) == ["b"])
         }
     }
 
@@ -126,11 +105,11 @@ final class PredicateTask: NSManagedObject {
     /// child process, so a trap fails the test instead of the run.)
     @Test func probingAPropertyThatUnwrapsARelationshipDoesNotTrap() async {
         await #expect(processExitsWith: .success) {
-            let coordinator = try Self.coordinator(fileAt: nil)
-            let context = Self.context(coordinator)
+            let coordinator = try PredicateFixtures.coordinator(fileAt: nil)
+            let context = PredicateFixtures.context(coordinator)
             try context.performAndWait { () throws in
                 try Self.seedPair(context)
-                let names = try Self.names(context, #Predicate<PredicateNode> { $0.parentName == "a" })
+                let names = try PredicateFixtures.names(context, #Predicate<PredicateNode> { $0.parentName == "a" })
                 precondition(names == ["b"], "got \(names)")
             }
         }
@@ -140,19 +119,19 @@ final class PredicateTask: NSManagedObject {
     /// it by that form.
     @Test(arguments: [false, true]) func aRelativeURLIsFoundByItsAbsoluteForm(file: Bool) throws {
         let folder = try TemporaryFolder()
-        let coordinator = try Self.coordinator(fileAt: file ? folder.storeURL : nil)
-        let a = Self.context(coordinator)
+        let coordinator = try PredicateFixtures.coordinator(fileAt: file ? folder.storeURL : nil)
+        let a = PredicateFixtures.context(coordinator)
         try a.performAndWait { () throws in
             let n = PredicateNode(context: a)
             n.name = "relative"
             n.link = URL(string: "b", relativeTo: URL(string: "http://x.org/"))
             try a.save()
         }
-        let b = Self.context(coordinator)
+        let b = PredicateFixtures.context(coordinator)
         try b.performAndWait { () throws in
             let target = URL(string: "http://x.org/b")
-            #expect(try Self.names(b, #Predicate<PredicateNode> { $0.link == target }) == ["relative"])
-            #expect(try Self.names(b, #Predicate<PredicateNode> { $0.link == target || false }) == ["relative"])
+            #expect(try PredicateFixtures.names(b, #Predicate<PredicateNode> { $0.link == target }) == ["relative"])
+            #expect(try PredicateFixtures.names(b, #Predicate<PredicateNode> { $0.link == target || false }) == ["relative"])
         }
     }
 }

@@ -99,83 +99,6 @@ final class EntityLookupByName: NSManagedObject {}
         return NSManagedObjectModel(entities: [pair])
     }
 
-    // MARK: Helpers
-
-    /// The bookshelf model, built by hand with the description API.
-    static func handBuiltBookshelf() -> NSManagedObjectModel {
-        func attr(_ name: String, _ type: NSAttributeType, optional: Bool, default value: Any? = nil, indexed: Bool = false)
-            -> NSAttributeDescription
-        {
-            let a = NSAttributeDescription()
-            a.name = name
-            a.attributeType = type
-            a.isOptional = optional
-            a.defaultValue = value
-            a.isIndexed = indexed
-            return a
-        }
-        func rel(_ name: String, toMany: Bool, rule: NSDeleteRule) -> NSRelationshipDescription {
-            let r = NSRelationshipDescription()
-            r.name = name
-            r.maxCount = toMany ? 0 : 1
-            r.minCount = 0
-            r.deleteRule = rule
-            r.isOptional = true
-            return r
-        }
-        let shelf = NSEntityDescription()
-        shelf.name = "Shelf"
-        let book = NSEntityDescription()
-        book.name = "Book"
-        let author = NSEntityDescription()
-        author.name = "Author"
-        let cover = NSEntityDescription()
-        cover.name = "Cover"
-
-        let shelfBooks = rel("books", toMany: true, rule: .cascadeDeleteRule)
-        let bookShelf = rel("shelf", toMany: false, rule: .nullifyDeleteRule)
-        let bookAuthors = rel("authors", toMany: true, rule: .nullifyDeleteRule)
-        let bookCover = rel("cover", toMany: false, rule: .cascadeDeleteRule)
-        let authorBooks = rel("books", toMany: true, rule: .denyDeleteRule)
-        let coverBook = rel("book", toMany: false, rule: .nullifyDeleteRule)
-
-        shelfBooks.destinationEntity = book
-        shelfBooks.inverseRelationship = bookShelf
-        bookShelf.destinationEntity = shelf
-        bookShelf.inverseRelationship = shelfBooks
-        bookAuthors.destinationEntity = author
-        bookAuthors.inverseRelationship = authorBooks
-        authorBooks.destinationEntity = book
-        authorBooks.inverseRelationship = bookAuthors
-        bookCover.destinationEntity = cover
-        bookCover.inverseRelationship = coverBook
-        coverBook.destinationEntity = book
-        coverBook.inverseRelationship = bookCover
-
-        shelf.properties = [attr("name", .stringAttributeType, optional: false, default: ""), shelfBooks]
-        // Deliberately a different property order than the class declares.
-        book.properties = [
-            bookCover, bookAuthors, bookShelf,
-            attr("published", .dateAttributeType, optional: true),
-            attr("pages", .integer64AttributeType, optional: false, default: Int64(0), indexed: true),
-            attr("title", .stringAttributeType, optional: false, default: ""),
-        ]
-        author.properties = [attr("name", .stringAttributeType, optional: false, default: ""), authorBooks]
-        cover.properties = [attr("color", .stringAttributeType, optional: false, default: "white"), coverBook]
-
-        let model = NSManagedObjectModel()
-        model.entities = [cover, author, book, shelf]
-        return model
-    }
-
-    static func entity(_ name: String, _ properties: [NSPropertyDescription]) -> NSEntityDescription {
-        NSEntityDescription(name: name, properties: properties)
-    }
-
-    static func attribute(_ name: String, _ type: NSAttributeType) -> NSAttributeDescription {
-        NSAttributeDescription(name: name, type: type)
-    }
-
     @Test func changingAModelInUseTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let container = try Fixtures.container()
@@ -361,7 +284,7 @@ final class EntityLookupByName: NSManagedObject {}
 
     @Test func classModelEqualsHandBuiltModel() throws {
         let fromClasses = try Fixtures.model()
-        let byHand = Self.handBuiltBookshelf()
+        let byHand = Fixtures.handBuiltBookshelf()
         try byHand.validate()
         #expect(fromClasses == byHand)
         #expect(fromClasses.versionHash == byHand.versionHash)
@@ -372,15 +295,15 @@ final class EntityLookupByName: NSManagedObject {}
 
     @Test func classModelEqualsHandBuiltModelBeforeValidation() throws {
         // Equality must not depend on whether the hand-built model was validated yet.
-        #expect(try Fixtures.model() == Self.handBuiltBookshelf())
-        #expect(try Fixtures.model().versionHash == Self.handBuiltBookshelf().versionHash)
+        #expect(try Fixtures.model() == Fixtures.handBuiltBookshelf())
+        #expect(try Fixtures.model().versionHash == Fixtures.handBuiltBookshelf().versionHash)
     }
 
     @Test func sealingKeepsTheVersionHash() throws {
         // A sealed model answers from the hash computed when it was sealed: it must be the
         // hash of the same canonical form an unsealed equal model computes on demand.
         let sealed = try Fixtures.model()
-        let unsealed = Self.handBuiltBookshelf()
+        let unsealed = Fixtures.handBuiltBookshelf()
         _ = NSPersistentStoreCoordinator(managedObjectModel: sealed)
         #expect(sealed.isSealed && !unsealed.isSealed)
         #expect(sealed.versionHash == unsealed.versionHash)
@@ -399,8 +322,8 @@ final class EntityLookupByName: NSManagedObject {}
 
     @Test(arguments: ["deleteRule", "indexed", "optional", "default", "maxCount", "type", "transient", "name"])
     func anyDifferenceChangesEqualityAndHash(change: String) throws {
-        let reference = Self.handBuiltBookshelf()
-        let changed = Self.handBuiltBookshelf()
+        let reference = Fixtures.handBuiltBookshelf()
+        let changed = Fixtures.handBuiltBookshelf()
         let book = try #require(changed.entitiesByName["Book"])
         let pages = try #require(book.attributesByName["pages"])
         let shelfRel = try #require(book.relationshipsByName["shelf"])
@@ -422,7 +345,7 @@ final class EntityLookupByName: NSManagedObject {}
 
     @Test func classNamesDoNotCountForEquality() throws {
         let model = try Fixtures.model()
-        let byHand = Self.handBuiltBookshelf()
+        let byHand = Fixtures.handBuiltBookshelf()
         #expect(model.entitiesByName["Book"]?.managedObjectClass == Book.self)
         #expect(model.entitiesByName["Book"]?.managedObjectClassName == "Book")
         #expect(byHand.entitiesByName["Book"]?.managedObjectClass == NSManagedObject.self)
@@ -508,11 +431,11 @@ final class EntityLookupByName: NSManagedObject {}
     }
 
     @Test func handBuiltAttributeDefaultsConvertToTheType() throws {
-        let small = Self.attribute("small", .integer16AttributeType)
+        let small = Fixtures.attribute("small", .integer16AttributeType)
         small.defaultValue = 12  // an Int literal for an Integer 16 attribute
-        let ratio = Self.attribute("ratio", .doubleAttributeType)
+        let ratio = Fixtures.attribute("ratio", .doubleAttributeType)
         ratio.defaultValue = 3  // an Int for a Double
-        let e = Self.entity("Thing", [small, ratio])
+        let e = Fixtures.entity("Thing", [small, ratio])
         let model = NSManagedObjectModel(entities: [e])
         try model.validate()
         #expect(small.defaultValue as? Int16 == 12)

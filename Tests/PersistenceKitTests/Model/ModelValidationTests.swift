@@ -54,83 +54,6 @@ enum MTSecondScope {
 /// A model is checked when it is built from classes, added to a coordinator or loaded by a
 /// container; every problem is a `ModelError` naming the entity and property.
 @Suite("Model validation") struct ModelValidationTests {
-    // MARK: Helpers
-
-    /// The bookshelf model, built by hand with the description API.
-    static func handBuiltBookshelf() -> NSManagedObjectModel {
-        func attr(_ name: String, _ type: NSAttributeType, optional: Bool, default value: Any? = nil, indexed: Bool = false)
-            -> NSAttributeDescription
-        {
-            let a = NSAttributeDescription()
-            a.name = name
-            a.attributeType = type
-            a.isOptional = optional
-            a.defaultValue = value
-            a.isIndexed = indexed
-            return a
-        }
-        func rel(_ name: String, toMany: Bool, rule: NSDeleteRule) -> NSRelationshipDescription {
-            let r = NSRelationshipDescription()
-            r.name = name
-            r.maxCount = toMany ? 0 : 1
-            r.minCount = 0
-            r.deleteRule = rule
-            r.isOptional = true
-            return r
-        }
-        let shelf = NSEntityDescription()
-        shelf.name = "Shelf"
-        let book = NSEntityDescription()
-        book.name = "Book"
-        let author = NSEntityDescription()
-        author.name = "Author"
-        let cover = NSEntityDescription()
-        cover.name = "Cover"
-
-        let shelfBooks = rel("books", toMany: true, rule: .cascadeDeleteRule)
-        let bookShelf = rel("shelf", toMany: false, rule: .nullifyDeleteRule)
-        let bookAuthors = rel("authors", toMany: true, rule: .nullifyDeleteRule)
-        let bookCover = rel("cover", toMany: false, rule: .cascadeDeleteRule)
-        let authorBooks = rel("books", toMany: true, rule: .denyDeleteRule)
-        let coverBook = rel("book", toMany: false, rule: .nullifyDeleteRule)
-
-        shelfBooks.destinationEntity = book
-        shelfBooks.inverseRelationship = bookShelf
-        bookShelf.destinationEntity = shelf
-        bookShelf.inverseRelationship = shelfBooks
-        bookAuthors.destinationEntity = author
-        bookAuthors.inverseRelationship = authorBooks
-        authorBooks.destinationEntity = book
-        authorBooks.inverseRelationship = bookAuthors
-        bookCover.destinationEntity = cover
-        bookCover.inverseRelationship = coverBook
-        coverBook.destinationEntity = book
-        coverBook.inverseRelationship = bookCover
-
-        shelf.properties = [attr("name", .stringAttributeType, optional: false, default: ""), shelfBooks]
-        // Deliberately a different property order than the class declares.
-        book.properties = [
-            bookCover, bookAuthors, bookShelf,
-            attr("published", .dateAttributeType, optional: true),
-            attr("pages", .integer64AttributeType, optional: false, default: Int64(0), indexed: true),
-            attr("title", .stringAttributeType, optional: false, default: ""),
-        ]
-        author.properties = [attr("name", .stringAttributeType, optional: false, default: ""), authorBooks]
-        cover.properties = [attr("color", .stringAttributeType, optional: false, default: "white"), coverBook]
-
-        let model = NSManagedObjectModel()
-        model.entities = [cover, author, book, shelf]
-        return model
-    }
-
-    static func entity(_ name: String, _ properties: [NSPropertyDescription]) -> NSEntityDescription {
-        NSEntityDescription(name: name, properties: properties)
-    }
-
-    static func attribute(_ name: String, _ type: NSAttributeType) -> NSAttributeDescription {
-        NSAttributeDescription(name: name, type: type)
-    }
-
     /// Links two relationships as each other's inverse.
     static func pair(
         _ a: NSRelationshipDescription, _ aDestination: NSEntityDescription,
@@ -188,10 +111,10 @@ enum MTSecondScope {
     }
 
     @Test func unknownDestinationByHand() {
-        let stray = Self.entity("Stray", [])
+        let stray = Fixtures.entity("Stray", [])
         let link = NSRelationshipDescription(name: "link")
         let back = NSRelationshipDescription(name: "back")
-        let a = Self.entity("A", [link])
+        let a = Fixtures.entity("A", [link])
         stray.properties = [back]
         Self.pair(link, stray, back, a)
         let model = NSManagedObjectModel(entities: [a])  // Stray is not in the model
@@ -203,7 +126,7 @@ enum MTSecondScope {
 
     @Test func relationshipWithoutDestination() {
         let link = NSRelationshipDescription(name: "link")
-        let model = NSManagedObjectModel(entities: [Self.entity("A", [link])])
+        let model = NSManagedObjectModel(entities: [Fixtures.entity("A", [link])])
         let error = #expect(throws: ModelError.self) { try model.validate() }
         #expect(error?.entity == "A")
         #expect(error?.property == "link")
@@ -211,10 +134,10 @@ enum MTSecondScope {
     }
 
     @Test func missingInverse() {
-        let b = Self.entity("B", [Self.attribute("name", .stringAttributeType)])
+        let b = Fixtures.entity("B", [Fixtures.attribute("name", .stringAttributeType)])
         let link = NSRelationshipDescription(name: "toB")
         link.destinationEntity = b
-        let a = Self.entity("A", [link])
+        let a = Fixtures.entity("A", [link])
         let model = NSManagedObjectModel(entities: [a, b])
         let error = #expect(throws: ModelError.self) { try model.validate() }
         #expect(error?.kind == .missingInverse)
@@ -236,9 +159,9 @@ enum MTSecondScope {
         // A.toB -> B, but its inverse is C.toA.
         let toB = NSRelationshipDescription(name: "toB")
         let toA = NSRelationshipDescription(name: "toA")
-        let a = Self.entity("A", [toB])
-        let b = Self.entity("B", [])
-        let c = Self.entity("C", [toA])
+        let a = Fixtures.entity("A", [toB])
+        let b = Fixtures.entity("B", [])
+        let c = Fixtures.entity("C", [toA])
         toB.destinationEntity = b
         toB.inverseRelationship = toA
         toA.destinationEntity = a
@@ -255,8 +178,8 @@ enum MTSecondScope {
         let first = NSRelationshipDescription(name: "first")
         let second = NSRelationshipDescription(name: "second")
         let owner = NSRelationshipDescription(name: "owner")
-        let a = Self.entity("A", [first, second])
-        let b = Self.entity("B", [owner])
+        let a = Fixtures.entity("A", [first, second])
+        let b = Fixtures.entity("B", [owner])
         Self.pair(first, b, owner, a)
         second.destinationEntity = b
         second.inverseRelationship = owner
@@ -269,9 +192,9 @@ enum MTSecondScope {
 
     @Test func duplicateEntityNames() {
         let model = NSManagedObjectModel(entities: [
-            Self.entity("Dup", [Self.attribute("x", .stringAttributeType)]),
-            Self.entity("Other", []),
-            Self.entity("Dup", [Self.attribute("y", .stringAttributeType)]),
+            Fixtures.entity("Dup", [Fixtures.attribute("x", .stringAttributeType)]),
+            Fixtures.entity("Other", []),
+            Fixtures.entity("Dup", [Fixtures.attribute("y", .stringAttributeType)]),
         ])
         let error = #expect(throws: ModelError.self) { try model.validate() }
         #expect(error?.kind == .duplicateEntity)
@@ -281,9 +204,9 @@ enum MTSecondScope {
 
     @Test func duplicatePropertyNames() {
         let model = NSManagedObjectModel(entities: [
-            Self.entity("E", [
-                Self.attribute("a", .stringAttributeType), Self.attribute("x", .stringAttributeType),
-                Self.attribute("x", .integer64AttributeType),
+            Fixtures.entity("E", [
+                Fixtures.attribute("a", .stringAttributeType), Fixtures.attribute("x", .stringAttributeType),
+                Fixtures.attribute("x", .integer64AttributeType),
             ])
         ])
         let error = #expect(throws: ModelError.self) { try model.validate() }
@@ -293,10 +216,10 @@ enum MTSecondScope {
     }
 
     @Test func attributeAndRelationshipWithTheSameName() {
-        let b = Self.entity("B", [])
+        let b = Fixtures.entity("B", [])
         let rel = NSRelationshipDescription(name: "x")
         let back = NSRelationshipDescription(name: "back")
-        let a = Self.entity("A", [Self.attribute("x", .stringAttributeType), rel])
+        let a = Fixtures.entity("A", [Fixtures.attribute("x", .stringAttributeType), rel])
         b.properties = [back]
         Self.pair(rel, b, back, a)
         let model = NSManagedObjectModel(entities: [a, b])
@@ -309,7 +232,7 @@ enum MTSecondScope {
     @Test(arguments: [NSAttributeType.transformableAttributeType, .undefinedAttributeType, .objectIDAttributeType])
     func unsupportedAttributeType(type: NSAttributeType) {
         let model = NSManagedObjectModel(entities: [
-            Self.entity("E", [Self.attribute("ok", .stringAttributeType), Self.attribute("blob", type)])
+            Fixtures.entity("E", [Fixtures.attribute("ok", .stringAttributeType), Fixtures.attribute("blob", type)])
         ])
         let error = #expect(throws: ModelError.self) { try model.validate() }
         #expect(error?.kind == .unsupportedType(type))
@@ -326,16 +249,16 @@ enum MTSecondScope {
         ]
         for t in supported { #expect(t.isSupported, "\(t)") }
         let model = NSManagedObjectModel(entities: [
-            Self.entity("E", supported.enumerated().map { Self.attribute("a\($0.offset)", $0.element) })
+            Fixtures.entity("E", supported.enumerated().map { Fixtures.attribute("a\($0.offset)", $0.element) })
         ])
         #expect(throws: Never.self) { try model.validate() }
     }
 
     @Test func invalidDefaultValues() {
         func check(_ type: NSAttributeType, _ value: Any, sourceLocation: SourceLocation = #_sourceLocation) {
-            let a = Self.attribute("value", type)
+            let a = Fixtures.attribute("value", type)
             a.defaultValue = value
-            let model = NSManagedObjectModel(entities: [Self.entity("E", [a])])
+            let model = NSManagedObjectModel(entities: [Fixtures.entity("E", [a])])
             let error = #expect(throws: ModelError.self, sourceLocation: sourceLocation) { try model.validate() }
             #expect(error?.kind == .invalidDefaultValue, sourceLocation: sourceLocation)
             #expect(error?.entity == "E", sourceLocation: sourceLocation)
@@ -357,7 +280,7 @@ enum MTSecondScope {
         a.name = "n"
         a.defaultValue = 5
         a.attributeType = .integer32AttributeType
-        let model = NSManagedObjectModel(entities: [Self.entity("E", [a])])
+        let model = NSManagedObjectModel(entities: [Fixtures.entity("E", [a])])
         try model.validate()
         #expect(a.defaultValue as? Int32 == 5)
     }
@@ -365,8 +288,8 @@ enum MTSecondScope {
     @Test func inconsistentCounts() {
         let many = NSRelationshipDescription(name: "many")
         let one = NSRelationshipDescription(name: "one")
-        let a = Self.entity("A", [many])
-        let b = Self.entity("B", [one])
+        let a = Fixtures.entity("A", [many])
+        let b = Fixtures.entity("B", [one])
         Self.pair(many, b, one, a)
         many.minCount = 3
         many.maxCount = 2
@@ -393,8 +316,8 @@ enum MTSecondScope {
     @Test func errorsAreReportedInEntityNameOrder() {
         // Both entities are broken; the report must be deterministic: the first by name.
         let model = NSManagedObjectModel(entities: [
-            Self.entity("Zed", [Self.attribute("t", .transformableAttributeType)]),
-            Self.entity("Alpha", [Self.attribute("u", .undefinedAttributeType)]),
+            Fixtures.entity("Zed", [Fixtures.attribute("t", .transformableAttributeType)]),
+            Fixtures.entity("Alpha", [Fixtures.attribute("u", .undefinedAttributeType)]),
         ])
         let error = #expect(throws: ModelError.self) { try model.validate() }
         #expect(error?.entity == "Alpha")
@@ -402,7 +325,7 @@ enum MTSecondScope {
     }
 
     @Test func validModelStaysValidAfterRepeatedValidation() throws {
-        let model = Self.handBuiltBookshelf()
+        let model = Fixtures.handBuiltBookshelf()
         try model.validate()
         try model.validate()
         #expect(try Fixtures.model() == model)

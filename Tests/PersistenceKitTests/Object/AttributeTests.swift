@@ -425,7 +425,7 @@ final class OTAllTypes: NSManagedObject {
     @Test func subclassesWorkWithAHandBuiltModel() throws {
         // The hand-built bookshelf lists Book's properties in another order than the class
         // declares them; property wrappers must find their slots by name.
-        let model = ModelTests.handBuiltBookshelf()
+        let model = Fixtures.handBuiltBookshelf()
         let classes: [String: NSManagedObject.Type] = ["Shelf": Shelf.self, "Book": Book.self, "Author": Author.self, "Cover": Cover.self]
         for e in model.entities { e.managedObjectClass = try #require(classes[e.name]) }
         let container = try OTSupport.container(model: model)

@@ -80,20 +80,6 @@ final class LinkChild: NSManagedObject {
         }
     }
 
-    /// Saves shelf "S" holding book "X" through `container`; returns their IDs.
-    private static func seedShelfHoldingABook(_ container: NSPersistentContainer) throws -> (NSManagedObjectID, NSManagedObjectID) {
-        let seed = container.newBackgroundContext()
-        return try seed.performAndWait {
-            let s = Shelf(context: seed)
-            s.name = "S"
-            let x = Book(context: seed)
-            x.title = "X"
-            x.shelf = s
-            try seed.save()
-            return (s.objectID, x.objectID)
-        }
-    }
-
     /// A loaded container for `model`: a file store in `folder` ("file") or an in-memory
     /// store ("memory").
     private static func container(_ kind: String, model: NSManagedObjectModel, at folder: borrowing TemporaryFolder) throws
@@ -418,7 +404,7 @@ final class LinkChild: NSManagedObject {
     @Test func extraRowsAreAnnouncedAndMerged() throws {
         let folder = try TemporaryFolder()
         let (c1, c2) = try twoCoordinators(on: folder)
-        let (sID, xID) = try Self.seedShelfHoldingABook(c1)
+        let (sID, xID) = try Fixtures.seedShelfHoldingABook(c1)
         let a = c1.newBackgroundContext()
         let sibling = c1.newBackgroundContext()
         sibling.automaticallyMergesChangesFromParent = true

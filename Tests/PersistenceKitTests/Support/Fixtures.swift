@@ -92,3 +92,19 @@ final class ErrorBox: @unchecked Sendable {
     func set(_ e: (any Error)?) { error = e }
     func get() -> (any Error)? { error }
 }
+
+extension Fixtures {
+    /// Saves shelf "S" holding book "X" through `container`; returns their IDs.
+    static func seedShelfHoldingABook(_ container: NSPersistentContainer) throws -> (NSManagedObjectID, NSManagedObjectID) {
+        let seed = container.newBackgroundContext()
+        return try seed.performAndWait {
+            let s = Shelf(context: seed)
+            s.name = "S"
+            let x = Book(context: seed)
+            x.title = "X"
+            x.shelf = s
+            try seed.save()
+            return (s.objectID, x.objectID)
+        }
+    }
+}
