@@ -39,4 +39,13 @@ extension NSMainModelActor {
     ) rethrows -> T {
         try action(modelContext, modelContainer)
     }
+
+    /// Runs `action` with the view context on the main actor; `action` may `await`, staying
+    /// on the main actor (other main-actor work can run at each suspension). Its result need
+    /// not be `Sendable`.
+    public func withIsolatedContext<T, E: Error>(
+        _ action: @MainActor (NSManagedObjectContext) async throws(E) -> sending T
+    ) async throws(E) -> sending T {
+        try await action(modelContext)
+    }
 }

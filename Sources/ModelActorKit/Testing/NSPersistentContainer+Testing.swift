@@ -96,6 +96,22 @@ extension NSPersistentContainer {
         return try makeTest(model: model, testName: testName, fileID: fileID, function: function, subDirectory: subDirectory)
     }
 
+    /// ``makeRuntimeTest(modelTypes:testName:fileID:function:subDirectory:)`` with the classes
+    /// listed one by one (`makeRuntimeTest(modelTypes: Item.self, Tag.self)`).
+    ///
+    /// - Throws: ``ModelError`` for an invalid model, or ``TestContainerError``.
+    public static func makeRuntimeTest(
+        modelTypes: NSManagedObject.Type...,
+        testName: String = "",
+        fileID: String = #fileID,
+        function: String = #function,
+        subDirectory: String = "PersistenceKitTestTemp"
+    ) throws -> NSPersistentContainer {
+        try makeRuntimeTest(
+            modelTypes: modelTypes as [NSManagedObject.Type], testName: testName, fileID: fileID, function: function,
+            subDirectory: subDirectory)
+    }
+
     /// Letters, digits, `.`, `_` and `-`; runs of anything else become one `_`.
     private static func sanitizedStoreName(_ raw: String) -> String {
         var result = ""

@@ -71,7 +71,8 @@ extension NSManagedObjectContext {
         return SavedChanges(
             inserted: ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey]),
             updated: ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey]),
-            deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]))
+            deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]),
+            changedProperties: info[changedPropertiesKey] as? ChangedProperties)
     }
 
     /// `id` as an ID of `coordinator`: itself, or (for another coordinator on the same store)
@@ -183,6 +184,7 @@ extension NSManagedObjectContext {
         if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
         postObjectIDs(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))
+        instrumentingRouter?.routeMerge(changes, inserted: inserted, deleted: deleted, in: self)
     }
 
     /// Removes every reference to `gone` from the relationships of this context's changed

@@ -17,6 +17,7 @@ extension NSManagedObjectContext {
         assertOnQueue("refresh(_:mergeChanges:)", object: object)
         guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
         refreshOne(object, mergeChanges: flag)
+        instrumentingRouter?.routeRefresh(CollectionOfOne(object))
         // Not posted here: Core Data collects refreshed objects and announces them when it
         // processes pending changes, not with a notification per refresh.
         unprocessed.refreshed.insert(object)
@@ -119,6 +120,7 @@ extension NSManagedObjectContext {
             refreshOne(o, mergeChanges: true)
             unprocessed.refreshed.insert(o)
         }
+        instrumentingRouter?.routeRefresh(registeredByID.values)
         processPendingChanges()
     }
 

@@ -9,6 +9,9 @@ struct SavedChanges: Sendable {
     var rows: [StoreRow] = []
     /// The ``CommitClock`` reading as of which `rows` are current (0: not known).
     var clock: UInt64 = 0
+    /// The properties each updated object changed, when the saving context reported them
+    /// (see `NSManagedObjectContext+Observation.swift`); `nil`: object IDs only.
+    var changedProperties: ChangedProperties?
 }
 
 // The save pipeline:
@@ -54,6 +57,7 @@ extension NSManagedObjectContext {
         defer { isSaving = false }
 
         post(.NSManagedObjectContextWillSave, userInfo: nil)
+        instrumentingRouter?.viewContextWillSave()
         // What will-save observers changed is processed before the hooks, so that the first
         // round below covers it and what is unprocessed after the round is the hooks' doing.
         processPendingChanges()
@@ -89,7 +93,10 @@ extension NSManagedObjectContext {
         // finishSave clears them in its pass over the objects).
         var finished = false
         defer { if !finished { for o in needingRows { o.pendingRow = nil } } }
+        let reportsChanges = reportsChangedProperties
         for attempt in 1...16 {
+            // Per attempt: resolving a conflict changes what the objects changed.
+            let changed = reportsChanges ? changedProperties(of: updated) : nil
             let (transaction, written) = makeTransaction(
                 inserted: inserted, updated: updated.filter { updatedSet.contains($0) },
                 deleted: deleted.filter { deletedSet.contains($0) })
@@ -110,7 +117,7 @@ extension NSManagedObjectContext {
                 finished = true
                 finishSave(
                     inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
-                    written: written, sent: transaction, committed: rows, clock: clock, store: store)
+                    written: written, sent: transaction, committed: rows, clock: clock, store: store, changed: changed)
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -496,7 +503,8 @@ extension NSManagedObjectContext {
     private func finishSave(
         inserted: [NSManagedObject], insertedVersion: Int, updated allUpdated: [NSManagedObject],
         deleted allDeleted: [NSManagedObject],
-        written: [NSManagedObject], sent: StoreTransaction, committed: [StoreRow], clock: UInt64, store: any PersistentStore
+        written: [NSManagedObject], sent: StoreTransaction, committed: [StoreRow], clock: UInt64, store: any PersistentStore,
+        changed: ChangedProperties?
     ) {
         // A merge policy may have dropped objects from the sets; the sets are the truth.
         let updated = allUpdated.filter { updatedSet.contains($0) }
@@ -524,7 +532,7 @@ extension NSManagedObjectContext {
         if !rebasedWhileChanged.isEmpty { rebasedWhileChanged = rebasedWhileChanged.filter { updatedSet.contains($0.value.object) } }
         if deletedSet.count == deleted.count { deletedSet = [] } else { deletedSet.subtract(deleted) }
 
-        var changes = SavedChanges(rows: committed, clock: clock)
+        var changes = SavedChanges(rows: committed, clock: clock, changedProperties: changed)
         changes.inserted.reserveCapacity(inserted.count)
         func keepCommitted(_ row: StoreRow, in o: NSManagedObject, sent: StoreRow) {
             if o.entity.hasOnlyPersistentAttributes {
@@ -637,6 +645,7 @@ extension NSManagedObjectContext {
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }
         if !updated.isEmpty || !alsoUpdated.isEmpty { info[NSUpdatedObjectsKey] = Set(building: updated + alsoUpdated) }
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(building: deleted) }
+        if let changed { info[Self.changedPropertiesKey] = changed }
         post(.NSManagedObjectContextDidSave, userInfo: info)
         let ids = ObjectIDChanges(
             inserted: Set(building: changes.inserted), updated: Set(building: changes.updated), deleted: Set(building: changes.deleted))
@@ -644,5 +653,6 @@ extension NSManagedObjectContext {
         // A merge policy may have resolved every change away: the stream yields only writes.
         if !(ids.inserted.isEmpty && ids.updated.isEmpty && ids.deleted.isEmpty) { publishDidSave(ids) }
         coordinator.broadcast(changes, from: self)
+        instrumentingRouter?.routeOwnSave(updated: updated, changed: changed, inserted: inserted)
     }
 }

@@ -122,6 +122,20 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var storeNumberCache: (identifier: String, number: UInt32)?
     @exclusivity(unchecked) var entityCache: (generation: Int, type: ObjectIdentifier?, entity: NSEntityDescription?) = (-1, nil, nil)
     var isSaving = false
+    /// The router of the live observation domain that instruments this context (a
+    /// container's `viewContext`), which routes saved changes to its objects' readers; see
+    /// `NSManagedObjectContext+Observation.swift`. Weak: releasing the domain stops routing.
+    /// Queue-confined.
+    weak var observationRouter: ObservationRouter?
+    /// Whether a domain instruments this context: reads of observable objects here make and
+    /// use registrars. A plain flag beside the weak reference, because reads test it.
+    @exclusivity(unchecked) var instrumentsObservation = false
+    /// Producer registrations (`CDEObservationDomain.registerChangeProducer(context:)`) alive
+    /// for this context: while any is, its saves report the properties they changed. Changed
+    /// from any thread.
+    let observedChangeProducers = Atomic<Int>(0)
+    /// Set by `saveObservedChanges` for the one save it runs (queue-confined).
+    @exclusivity(unchecked) var reportsChangedPropertiesOnce = false
     /// The settings any thread may change (see `mergePolicy`).
     struct Settings {
         var mergePolicy: NSMergePolicy = .error

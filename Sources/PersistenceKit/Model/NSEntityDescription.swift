@@ -97,6 +97,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     @exclusivity(unchecked) private(set) var hasOnlyPersistentAttributes = false
     /// Whether any property is a transient attribute (sealed models only).
     @exclusivity(unchecked) private(set) var hasTransientAttributes = false
+    /// Whether the entity's class opted in to Swift Observation (``ObservableManagedObject``;
+    /// sealed models only): reads of its objects' properties then report to Observation.
+    @exclusivity(unchecked) private(set) var observesReads = false
     /// The slots of a new object: default values and empty relationships (sealed models only).
     @exclusivity(unchecked) private(set) var defaultSlots: ContiguousArray<Slot> = []
     /// The values of a new object, when the entity has persistent attributes only (sealed
@@ -228,6 +231,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         }
         hasOnlyPersistentAttributes = slotKinds.allSatisfy { $0 == .attribute }
         hasTransientAttributes = slotKinds.contains(.transientAttribute)
+        observesReads = managedObjectClass is any ObservableManagedObject.Type
         constrainedSlots = Self.constrainedSlots(in: properties)
         defer {
             self.index = index

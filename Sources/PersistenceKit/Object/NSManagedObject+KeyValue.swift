@@ -130,6 +130,7 @@ extension NSManagedObject {
     func attributeValue(at i: Int) -> StoreValue {
         prepareForAccess("reading '\(entity.properties[i].name)'")
         if flags.contains(.probe) { probedSlot = i }
+        noteRead(slot: i)
         return currentAttributeValue(at: i)
     }
 

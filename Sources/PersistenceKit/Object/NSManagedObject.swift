@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// An object of the object graph: one record of an entity, owned by at most one context.
 ///
@@ -397,6 +398,10 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// to-many edits. 4 bytes where an `Int?` took 16 (a separate `Int?` made every object 16
     /// bytes larger: measured 216 → 232 bytes).
     @exclusivity(unchecked) private final var storedProbedSlotOrEpoch: Int32 = -1
+    /// The object's Observation registrar, made by the first tracked read of an observable
+    /// object in an instrumented context (see `NSManagedObject+Observation.swift`); `nil` for
+    /// every other object. Guarded by the context's queue.
+    @exclusivity(unchecked) final var observationRegistrar: ObservationRegistrar?
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).

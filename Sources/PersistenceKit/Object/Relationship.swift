@@ -121,6 +121,7 @@ public struct RelationshipSet<Element: NSManagedObject> {
     /// The number of objects in the relationship. Does not load the objects themselves.
     public var count: Int {
         owner.prepareForAccess("counting '\(owner.entity.properties[index].name)'")
+        owner.noteRead(slot: index)
         return owner.toManyCount(at: index)
     }
 
@@ -130,12 +131,14 @@ public struct RelationshipSet<Element: NSManagedObject> {
     /// The objects in the relationship.
     public var objects: Set<Element> {
         owner.prepareForAccess("reading '\(owner.entity.properties[index].name)'")
+        owner.noteRead(slot: index)
         return Set(owner.resolvedToMany(at: index).lazy.map { downcast($0, to: Element.self, in: owner, slot: index) })
     }
 
     /// Whether `object` is in the relationship.
     public func contains(_ object: Element) -> Bool {
         owner.prepareForAccess("reading '\(owner.entity.properties[index].name)'")
+        owner.noteRead(slot: index)
         return owner.resolvedToMany(at: index).contains(object)
     }
 

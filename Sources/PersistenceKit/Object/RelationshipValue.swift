@@ -21,6 +21,7 @@ extension Optional: RelationshipValue where Wrapped: NSManagedObject {
     /// See ``RelationshipValue``.
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
+        object.noteRead(slot: slot)
         guard let target = object.resolvedToOne(at: slot) ?? object.blankTargetIfProbe(at: slot) else { return nil }
         return downcast(target, to: Wrapped.self, in: object, slot: slot)
     }
@@ -38,6 +39,7 @@ extension Set: RelationshipValue where Element: NSManagedObject {
     /// See ``RelationshipValue``.
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
+        object.noteRead(slot: slot)
         return Set(object.resolvedToMany(at: slot).lazy.map { downcast($0, to: Element.self, in: object, slot: slot) })
     }
     /// See ``RelationshipValue``.

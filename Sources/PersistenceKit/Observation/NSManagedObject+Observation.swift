@@ -1,0 +1,61 @@
+import Observation
+
+// Reads of an observable object's properties report to its registrar; routed saves call
+// `withMutation` on it. Only objects of an `ObservableManagedObject` class, in a context a
+// live `CDEObservationDomain` instruments, get a registrar: every other read pays one load
+// of its entity's `observesReads` flag.
+
+extension NSManagedObject {
+    /// Reports a read of the property at `slot` to Swift Observation, when the object's class
+    /// opted in. Called by every read of a declared property (attribute, to-one, to-many and
+    /// a to-many's count), after the queue check.
+    @inline(__always)
+    final func noteRead(slot: Int) {
+        if entity.observesReads { noteObservedRead(slot: slot) }
+    }
+
+    /// The opted-in half of ``noteRead(slot:)``: out of line, so that a read of a class that
+    /// did not opt in carries none of it.
+    @inline(never)
+    final func noteObservedRead(slot: Int) {
+        // Only the instrumented context's objects: a background context's reads would give
+        // registrars to objects no route ever reaches.
+        guard let context = owningContext, context.instrumentsObservation else { return }
+        let registrar: ObservationRegistrar
+        if let existing = observationRegistrar {
+            registrar = existing
+        } else {
+            // A domain released without `invalidate()` leaves the flag set: the first read
+            // that would make a registrar finds no router and clears it.
+            guard context.observationRouter != nil else {
+                context.instrumentsObservation = false
+                return
+            }
+            registrar = ObservationRegistrar()
+            observationRegistrar = registrar
+        }
+        registrar.access(ObservedProperty.subject, keyPath: ObservedProperty.keyPath(slot: slot))
+    }
+
+    /// Whether a reader ever read one of the object's properties while its context was
+    /// instrumented (only then can a route wake anyone).
+    final var isObserved: Bool { observationRegistrar != nil }
+
+    /// Wakes the readers of the properties at `slots`.
+    final func invalidateObservers(slots: some Sequence<Int>) {
+        guard let registrar = observationRegistrar else { return }
+        for slot in slots {
+            registrar.withMutation(of: ObservedProperty.subject, keyPath: ObservedProperty.keyPath(slot: slot)) {}
+        }
+    }
+
+    /// Wakes the readers of every property of the object.
+    final func invalidateAllObservers() {
+        invalidateObservers(slots: entity.properties.indices)
+    }
+
+    /// Forgets the object's readers without waking them (an inserted object rolled back).
+    final func dropObservers() {
+        observationRegistrar = nil
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The routing half of a ``CDEObservationDomain``: what the view context learns from a save,
+/// and whose readers it wakes.
+///
+///   changed properties known (the save's producer reported them) → those properties' readers
+///   object IDs only                                                → every reader of the object
+///   echo of a precise route (suppression on, within its lifetime)  → no one
+///
+/// Only objects a reader read under the domain (those with a registrar) are touched, and a
+/// route costs a registry lookup per incoming ID, however many objects the context holds.
+///
+/// # Thread safety
+/// Confined to the view context's queue, the main actor: the domain (main-actor isolated)
+/// owns it, and the view context calls it from its own queue. Not a main-actor type itself
+/// only so that the view context's objects need not cross into an isolation domain.
+final class ObservationRouter {
+    /// False once the domain is invalidated.
+    var isActive = true
+    /// Whether routes are logged (the domain's `isDebugLoggingEnabled`).
+    var isDebugLoggingEnabled: Bool
+    /// The echo policy as resolved for the container.
+    let suppressesEchoes: Bool
+    /// Objects whose last route was precise, with when it happened, while echo suppression is
+    /// on: a route of their IDs alone soon after is an echo of that route and is skipped.
+    private(set) var echoMarkers: [NSManagedObjectID: ContinuousClock.Instant] = [:]
+    /// How long an echo marker stays armed.
+    static let echoLifetime = Duration.seconds(2)
+
+    init(suppressesEchoes: Bool, isDebugLoggingEnabled: Bool) {
+        self.suppressesEchoes = suppressesEchoes
+        self.isDebugLoggingEnabled = isDebugLoggingEnabled
+    }
+
+    /// Stops routing for good.
+    func deactivate() {
+        isActive = false
+        echoMarkers = [:]
+    }
+
+    /// The view context saved: its updated objects wake the readers of what they changed;
+    /// inserted ones that were read before the save wake all their readers. Deleted ones
+    /// left the context and wake no one (a local delete).
+    func routeOwnSave(updated: [NSManagedObject], changed: ChangedProperties?, inserted: [NSManagedObject]) {
+        guard isActive else { return }
+        for o in updated where o.isObserved {
+            route(o, slots: changed?[o.objectID], source: "viewContextDidSave")
+        }
+        for o in inserted where o.isObserved {
+            route(o, slots: nil, source: "viewContextDidSave")
+        }
+    }
+
+    /// Another save was merged into the view context (`context`).
+    func routeMerge(_ changes: SavedChanges, inserted: Set<NSManagedObject>, deleted: Set<NSManagedObject>, in context: NSManagedObjectContext) {
+        guard isActive else { return }
+        for id in changes.updated {
+            guard let o = context.registeredByID[id], o.isObserved else { continue }
+            if let slots = changes.changedProperties?[id] {
+                route(o, slots: slots, source: "merge")
+            } else if isEcho(id) {
+                log("route source=merge object=\(id) skipped=echo")
+            } else {
+                route(o, slots: nil, source: "merge")
+            }
+        }
+        for o in inserted where o.isObserved { route(o, slots: nil, source: "merge") }
+        for o in deleted where o.isObserved {
+            route(o, slots: nil, source: "merge (deleted)")
+            o.dropObservers()
+        }
+    }
+
+    /// `objects` were refreshed explicitly: every reader of each is woken, echoes aside.
+    func routeRefresh(_ objects: some Sequence<NSManagedObject>) {
+        guard isActive else { return }
+        for o in objects where o.isObserved {
+            if isEcho(o.objectID) {
+                log("route source=refresh object=\(o.objectID) skipped=echo")
+            } else {
+                route(o, slots: nil, source: "refresh")
+            }
+        }
+    }
+
+    /// The view context rolled back: `restored` objects wake every reader; `inserted` ones
+    /// left the context and their readers are forgotten.
+    func routeRollback(restored: [NSManagedObject], inserted: [NSManagedObject]) {
+        guard isActive else { return }
+        for o in restored where o.isObserved { route(o, slots: nil, source: "rollback") }
+        for o in inserted { o.dropObservers() }
+    }
+
+    /// The view context is about to save: a new local save ends every earlier route's echoes.
+    func viewContextWillSave() {
+        echoMarkers = [:]
+    }
+
+    private func route(_ o: NSManagedObject, slots: [Int]?, source: String) {
+        guard let slots else {
+            log("route source=\(source) object=\(o.objectID) decision=all")
+            o.invalidateAllObservers()
+            return
+        }
+        log("route source=\(source) object=\(o.objectID) decision=\(slots.map { o.entity.properties[$0].name })")
+        o.invalidateObservers(slots: slots)
+        guard suppressesEchoes else { return }
+        // Bounded: every view-context save clears the markers; a long run of merges without
+        // one drops the expired markers as they pile up.
+        if echoMarkers.count >= 4096 {
+            let now = ContinuousClock.now
+            echoMarkers = echoMarkers.filter { $0.value.duration(to: now) < Self.echoLifetime }
+        }
+        echoMarkers[o.objectID] = .now
+    }
+
+    /// Whether a route of `id` alone repeats a precise route that is still armed.
+    private func isEcho(_ id: NSManagedObjectID) -> Bool {
+        guard suppressesEchoes, let armed = echoMarkers[id] else { return false }
+        if armed.duration(to: .now) < Self.echoLifetime { return true }
+        echoMarkers[id] = nil
+        return false
+    }
+
+    func log(_ message: @autoclosure () -> String) {
+        guard isDebugLoggingEnabled else { return }
+        FileHandle.standardError.write(Data("[CDEObservation] \(message())\n".utf8))
+    }
+}
