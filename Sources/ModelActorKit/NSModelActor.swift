@@ -76,8 +76,14 @@ extension NSModelActor {
     /// The `async` form of `withIsolatedContext(_:)`:
     /// `action` may `await` while isolated to the actor. Other jobs of the actor (and
     /// `perform` blocks of its context) can run at each suspension, as in any actor method.
-    public func withIsolatedContext<T, E: Error>(
-        _ action: (isolated Self, NSManagedObjectContext) async throws(E) -> sending T
+    public nonisolated func withIsolatedContext<T, E: Error>(
+        _ action: @Sendable (isolated Self, NSManagedObjectContext) async throws(E) -> sending T
+    ) async throws(E) -> sending T {
+        try await runIsolated(action)
+    }
+
+    private func runIsolated<T, E: Error>(
+        _ action: @Sendable (isolated Self, NSManagedObjectContext) async throws(E) -> sending T
     ) async throws(E) -> sending T {
         try await action(self, modelContext)
     }
