@@ -24,8 +24,9 @@ final class ObservationRouter {
     /// Objects whose last route was precise, with when it happened, while echo suppression is
     /// on: a route of their IDs alone soon after is an echo of that route and is skipped.
     private(set) var echoMarkers: [NSManagedObjectID: ContinuousClock.Instant] = [:]
-    /// How long an echo marker stays armed.
-    static let echoLifetime = Duration.seconds(2)
+    /// How long an echo marker stays armed (2 s; tests that must not depend on the machine's
+    /// speed lengthen it).
+    var echoLifetime = Duration.seconds(2)
 
     init(suppressesEchoes: Bool, isDebugLoggingEnabled: Bool) {
         self.suppressesEchoes = suppressesEchoes
@@ -109,7 +110,7 @@ final class ObservationRouter {
         // one drops the expired markers as they pile up.
         if echoMarkers.count >= 4096 {
             let now = ContinuousClock.now
-            echoMarkers = echoMarkers.filter { $0.value.duration(to: now) < Self.echoLifetime }
+            echoMarkers = echoMarkers.filter { $0.value.duration(to: now) < echoLifetime }
         }
         echoMarkers[o.objectID] = .now
     }
@@ -117,7 +118,7 @@ final class ObservationRouter {
     /// Whether a route of `id` alone repeats a precise route that is still armed.
     private func isEcho(_ id: NSManagedObjectID) -> Bool {
         guard suppressesEchoes, let armed = echoMarkers[id] else { return false }
-        if armed.duration(to: .now) < Self.echoLifetime { return true }
+        if armed.duration(to: .now) < echoLifetime { return true }
         echoMarkers[id] = nil
         return false
     }

@@ -60,6 +60,8 @@ struct ObservationLifecycleTests {
     @Test("Echo suppression on: an ID-only repeat of a precise route wakes no one")
     func echoSuppressionOnKeepsTheRoutePrecise() async throws {
         let stack = try ObservationStack(echoSuppression: .on)
+        // Markers live 2 s; a loaded machine can take longer between the route and its echo.
+        stack.domain.router.echoLifetime = .seconds(3600)
         let titleReader = track { _ = stack.note.title }
         try await stack.edit(in: stack.domain.newObservedBackgroundContext()) { note, _ in note.summary = "eggs" }
         NSManagedObjectContext.mergeChanges(fromRemoteContextSave: [NSUpdatedObjectIDsKey: [stack.note.objectID]], into: [stack.view])
