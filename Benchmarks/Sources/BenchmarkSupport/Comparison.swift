@@ -9,8 +9,8 @@ public var benchmarkRounds: Int { max(1, Int(ProcessInfo.processInfo.environment
 /// On a shared machine one round can swing by a third either way (SQLite's too); the best of
 /// several is the steadier figure of what the code costs, and the range shows the swing.
 public struct Comparison: Encodable {
-    /// The unit a figure is kept in: seconds, or microseconds (per-operation figures).
-    public enum Unit: Sendable { case seconds, microseconds }
+    /// The unit a figure is kept in: seconds, or micro- or nanoseconds (per-operation figures).
+    public enum Unit: Sendable { case seconds, microseconds, nanoseconds }
 
     public var workload: String
     public var durability: String
@@ -50,6 +50,7 @@ public struct Comparison: Encodable {
         switch unit {
         case .seconds: return String(format: "%.1f ms", x * 1000)
         case .microseconds: return String(format: "%.1f µs", x)
+        case .nanoseconds: return String(format: "%.1f ns", x)
         }
     }
 }

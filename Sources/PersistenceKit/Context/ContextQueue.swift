@@ -115,6 +115,12 @@ final class ContextQueue: Sendable {
     /// table), ~250 instructions a fault. Read and written on the queue only; atomic so that
     /// the class stays `Sendable`.
     let heldRowsSince = Atomic<UInt64>(.max)
+    /// Whether an observation domain instruments the queue's context
+    /// (`NSManagedObjectContext.instrumentsObservation`). Here, not on the context, for the
+    /// same reason as `heldRowsSince`: every read of an observable object tests it, and going
+    /// through the context retained it (a context has a side table, so that retain is the
+    /// runtime's slow path: measured as a third of an observed read).
+    let instrumentsObservation = Atomic<Bool>(false)
 
     init(kind: Kind, label: String) {
         self.kind = kind

@@ -128,8 +128,11 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// Queue-confined.
     weak var observationRouter: ObservationRouter?
     /// Whether a domain instruments this context: reads of observable objects here make and
-    /// use registrars. A plain flag beside the weak reference, because reads test it.
-    @exclusivity(unchecked) var instrumentsObservation = false
+    /// use registrars. Kept on the queue, where reads test it without retaining the context.
+    var instrumentsObservation: Bool {
+        get { queue.instrumentsObservation.load(ordering: .relaxed) }
+        set { queue.instrumentsObservation.store(newValue, ordering: .relaxed) }
+    }
     /// Producer registrations (`CDEObservationDomain.registerChangeProducer(context:)`) alive
     /// for this context: while any is, its saves report the properties they changed. Changed
     /// from any thread.

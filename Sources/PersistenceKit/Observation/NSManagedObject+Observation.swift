@@ -19,22 +19,25 @@ extension NSManagedObject {
     @inline(never)
     final func noteObservedRead(slot: Int) {
         // Only the instrumented context's objects: a background context's reads would give
-        // registrars to objects no route ever reaches.
-        guard let context = owningContext, context.instrumentsObservation else { return }
-        let registrar: ObservationRegistrar
-        if let existing = observationRegistrar {
-            registrar = existing
-        } else {
-            // A domain released without `invalidate()` leaves the flag set: the first read
-            // that would make a registrar finds no router and clears it.
-            guard context.observationRouter != nil else {
-                context.instrumentsObservation = false
-                return
-            }
-            registrar = ObservationRegistrar()
-            observationRegistrar = registrar
+        // registrars to objects no route ever reaches. Tested on the queue, not the context:
+        // a context reference would be retained, on the runtime's slow path.
+        guard let queue = contextQueue, queue.instrumentsObservation.load(ordering: .relaxed) else { return }
+        guard let registrar = observationRegistrar else { return makeRegistrar(readingSlot: slot) }
+        ObservedProperty.withKeyPath(slot: slot) { registrar.access(ObservedProperty.subject, keyPath: $0) }
+    }
+
+    /// The first tracked read of the object: makes its registrar, then records the read.
+    @inline(never)
+    private final func makeRegistrar(readingSlot slot: Int) {
+        // A domain released without `invalidate()` leaves the flag set: the first read that
+        // would make a registrar finds no router and clears it.
+        guard let context = owningContext, context.observationRouter != nil else {
+            owningContext?.instrumentsObservation = false
+            return
         }
-        registrar.access(ObservedProperty.subject, keyPath: ObservedProperty.keyPath(slot: slot))
+        let registrar = ObservationRegistrar()
+        observationRegistrar = registrar
+        ObservedProperty.withKeyPath(slot: slot) { registrar.access(ObservedProperty.subject, keyPath: $0) }
     }
 
     /// Whether a reader ever read one of the object's properties while its context was
@@ -45,7 +48,7 @@ extension NSManagedObject {
     final func invalidateObservers(slots: some Sequence<Int>) {
         guard let registrar = observationRegistrar else { return }
         for slot in slots {
-            registrar.withMutation(of: ObservedProperty.subject, keyPath: ObservedProperty.keyPath(slot: slot)) {}
+            ObservedProperty.withKeyPath(slot: slot) { registrar.withMutation(of: ObservedProperty.subject, keyPath: $0) {} }
         }
     }
 

@@ -43,13 +43,17 @@ struct ObservedProperty: Observable {
     /// Key paths of the first slots, made once: a key path with an argument is an allocation
     /// when made, and a read of an observed property must not pay one.
     // nonisolated(unsafe): `KeyPath` is not declared `Sendable`, but a key path object is
-    // immutable once made, and this array is written once (by the lazy global initializer,
-    // which runs exactly once under the runtime's lock) and only read afterwards.
+    // immutable once made, and these arrays are written once (by the lazy global
+    // initializer, which runs exactly once under the runtime's lock) and only read afterwards.
     nonisolated(unsafe) private static let common: [KeyPath<ObservedProperty, Int>] = (0..<64).map { \ObservedProperty.[slot: $0] }
+    /// The same key paths, unretained: `common` keeps them alive for the process, and lent
+    /// from here a read takes no reference (a retain and a release per read otherwise).
+    nonisolated(unsafe) private static let lent: [Unmanaged<KeyPath<ObservedProperty, Int>>] = common.map { Unmanaged.passUnretained($0) }
 
-    /// The key path that stands for slot `slot`.
+    /// Runs `body` with the key path that stands for slot `slot`.
     @inline(__always)
-    static func keyPath(slot: Int) -> KeyPath<ObservedProperty, Int> {
-        slot < common.count ? common[slot] : \ObservedProperty.[slot: slot]
+    static func withKeyPath<R>(slot: Int, _ body: (KeyPath<ObservedProperty, Int>) -> R) -> R {
+        if slot < lent.count { return lent[slot]._withUnsafeGuaranteedRef(body) }
+        return body(\ObservedProperty.[slot: slot])
     }
 }
