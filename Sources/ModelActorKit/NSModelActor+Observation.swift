@@ -5,9 +5,15 @@ extension NSModelActor {
     /// `observation` routes for (see ``CDEObservationDomain``). Collecting the changes and
     /// the commit run in one job of the actor, with no suspension between them.
     ///
+    /// A domain that was invalidated, or that belongs to another container, gets a plain save.
+    ///
     /// - Throws: what `save()` throws. A thrown save reports nothing, and the context keeps
     ///   its changes.
     public func saveObservedChanges(in observation: CDEObservationDomain) async throws {
+        // Only for a live domain of this actor's own container: anything else routes
+        // nothing, and a plain save is what it gets.
+        guard observation.isRouting, observation.modelContainer.persistentStoreCoordinator === modelContainer.persistentStoreCoordinator
+        else { return try modelContext.save() }
         try modelContext.saveReportingChangedProperties()
     }
 }

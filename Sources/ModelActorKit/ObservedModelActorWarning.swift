@@ -9,7 +9,8 @@ enum ObservedModelActorWarning {
         guard !warned.exchange(true, ordering: .relaxed) else { return }
         FileHandle.standardError.write(
             Data(
-                ("[CDEObservation] saveObservedChanges() ran on a model actor made without an observation domain: "
+                ("[CDEObservation] saveObservedChanges() ran on a model actor without an active producer registration "
+                    + "(made without an observation domain, or its registration was invalidated): "
                     + "it saved as a plain save, so readers of every property of the saved objects are woken. Make the "
                     + "actor with init(observationDomain:) for property-level routes.\n").utf8))
     }

@@ -110,8 +110,12 @@ extension NSManagedObjectContext {
             }
         }
         let rows = changes.rows.isEmpty ? [:] : Dictionary(changes.rows.map { ($0.id, $0) }, uniquingKeysWith: { _, b in b })
-        for id in changes.updated {
+        // Observed objects the save updated, with their position in `changes.updated`,
+        // collected here where each is looked up anyway (see `ObservationRouter`).
+        var observedUpdates: [(object: NSManagedObject, index: Int)] = []
+        for (index, id) in changes.updated.enumerated() {
             guard let o = registeredByID[id] else { continue }
+            if o.observationRegistrar != nil { observedUpdates.append((o, index)) }
             // An inaccessible object found its row gone: an update saved before the deletion
             // (broadcasts can arrive after the fault fired) must not give it values again and
             // rerun its delete rules on them, or the merge leaves an unchanged shelf "updated"
@@ -184,7 +188,7 @@ extension NSManagedObjectContext {
         if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
         postObjectIDs(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))
-        instrumentingRouter?.routeMerge(changes, inserted: inserted, deleted: deleted, in: self)
+        instrumentingRouter?.routeMerge(changes, observedUpdates: observedUpdates, inserted: inserted, deleted: deleted)
     }
 
     /// Removes every reference to `gone` from the relationships of this context's changed

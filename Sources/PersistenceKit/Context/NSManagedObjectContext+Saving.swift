@@ -12,6 +12,9 @@ struct SavedChanges: Sendable {
     /// The properties each updated object changed, when the saving context reported them
     /// (see `NSManagedObjectContext+Observation.swift`); `nil`: object IDs only.
     var changedProperties: ChangedProperties?
+    /// Where `changedProperties.ids` start in `updated`, when they are its tail in the same
+    /// order (a save's own changes); `nil` when they came in another order.
+    var changedPropertiesStart: Int?
 }
 
 // The save pipeline:
@@ -612,6 +615,7 @@ extension NSManagedObjectContext {
             }
             alsoUpdated.append(o)
         }
+        if changed != nil { changes.changedPropertiesStart = changes.updated.count }
         for o in updated {
             o.flags.subtract([.updated, .changeRecorded])
             changes.updated.append(o.objectID)
@@ -653,6 +657,6 @@ extension NSManagedObjectContext {
         // A merge policy may have resolved every change away: the stream yields only writes.
         if !(ids.inserted.isEmpty && ids.updated.isEmpty && ids.deleted.isEmpty) { publishDidSave(ids) }
         coordinator.broadcast(changes, from: self)
-        instrumentingRouter?.routeOwnSave(updated: updated, changed: changed, inserted: inserted)
+        instrumentingRouter?.routeOwnSave(updated: updated, changed: changed, inserted: inserted, linkedEnds: alsoUpdated)
     }
 }

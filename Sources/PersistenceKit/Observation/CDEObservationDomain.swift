@@ -63,7 +63,10 @@ public final class CDEObservationDomain {
         router = ObservationRouter(
             suppressesEchoes: preciseRouteEchoSuppression.isOn(for: container),
             isDebugLoggingEnabled: Self.debugLoggingFromEnvironment)
+        activity = router.activity
         let view = container.viewContext
+        // The last domain of a view context wins: the one it replaces stops routing.
+        view.observationRouter?.deactivate()
         view.observationRouter = router
         view.instrumentsObservation = true
         router.log("domain active on \(view.debugName); echo suppression \(router.suppressesEchoes ? "on" : "off")")
@@ -71,6 +74,18 @@ public final class CDEObservationDomain {
 
     /// Whether the domain still routes (it was neither invalidated nor replaced).
     public var isActive: Bool { router.isActive }
+
+    /// ``isActive``, readable from any isolation (model actors check it before a save).
+    package nonisolated var isRouting: Bool { activity.isSet }
+    private nonisolated let activity: ActivityFlag
+
+    // A domain released without `invalidate()` ends the registrations it made, which would
+    // otherwise go on reporting changes nothing routes; the view context finds its router
+    // gone by itself (see `instrumentingRouter`). Only thread-safe members are touched here:
+    // the last release may happen on any thread.
+    deinit {
+        for registration in registrations { registration.invalidate() }
+    }
 
     /// Stops routing: the view context is no longer instrumented, and the registrations this
     /// domain made are invalidated. Idempotent. Readers keep their values; none is woken again

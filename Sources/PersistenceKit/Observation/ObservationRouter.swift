@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The routing half of a ``CDEObservationDomain``: what the view context learns from a save,
 /// and whose readers it wakes.
@@ -15,8 +16,11 @@ import Foundation
 /// owns it, and the view context calls it from its own queue. Not a main-actor type itself
 /// only so that the view context's objects need not cross into an isolation domain.
 final class ObservationRouter {
-    /// False once the domain is invalidated.
-    var isActive = true
+    /// Cleared once the domain is invalidated or replaced; shared with the domain, which
+    /// reads it from any isolation.
+    let activity = ActivityFlag()
+    /// False once the domain is invalidated or replaced.
+    var isActive: Bool { activity.isSet }
     /// Whether routes are logged (the domain's `isDebugLoggingEnabled`).
     var isDebugLoggingEnabled: Bool
     /// The echo policy as resolved for the container.
@@ -33,41 +37,54 @@ final class ObservationRouter {
         self.isDebugLoggingEnabled = isDebugLoggingEnabled
     }
 
-    /// Stops routing for good.
+    /// Stops routing for good: the domain was invalidated or replaced.
     func deactivate() {
-        isActive = false
+        activity.clear()
         echoMarkers = [:]
     }
 
     /// The view context saved: its updated objects wake the readers of what they changed;
-    /// inserted ones that were read before the save wake all their readers. Deleted ones
-    /// left the context and wake no one (a local delete).
-    func routeOwnSave(updated: [NSManagedObject], changed: ChangedProperties?, inserted: [NSManagedObject]) {
+    /// inserted ones that were read before the save, and `linkedEnds` (objects the store
+    /// changed as the other ends of saved links), wake all their readers. Deleted ones left
+    /// the context and wake no one (a local delete). `changed` lists `updated` in order.
+    func routeOwnSave(
+        updated: [NSManagedObject], changed: ChangedProperties?, inserted: [NSManagedObject], linkedEnds: [NSManagedObject]
+    ) {
         guard isActive else { return }
-        for o in updated where o.isObserved {
-            route(o, slots: changed?[o.objectID], source: "viewContextDidSave")
+        for (index, o) in updated.enumerated() where o.isObserved {
+            route(o, mask: changed?.mask(at: index, for: o.objectID), source: "viewContextDidSave")
         }
-        for o in inserted where o.isObserved {
-            route(o, slots: nil, source: "viewContextDidSave")
-        }
+        for o in inserted where o.isObserved { route(o, mask: nil, source: "viewContextDidSave") }
+        for o in linkedEnds where o.isObserved { route(o, mask: nil, source: "viewContextDidSave") }
     }
 
-    /// Another save was merged into the view context (`context`).
-    func routeMerge(_ changes: SavedChanges, inserted: Set<NSManagedObject>, deleted: Set<NSManagedObject>, in context: NSManagedObjectContext) {
+    /// Another save was merged into the view context. `observedUpdates` are the observed
+    /// objects among `changes.updated`, with their positions there.
+    func routeMerge(
+        _ changes: SavedChanges, observedUpdates: [(object: NSManagedObject, index: Int)],
+        inserted: Set<NSManagedObject>, deleted: Set<NSManagedObject>
+    ) {
         guard isActive else { return }
-        for id in changes.updated {
-            guard let o = context.registeredByID[id], o.isObserved else { continue }
-            if let slots = changes.changedProperties?[id] {
-                route(o, slots: slots, source: "merge")
-            } else if isEcho(id) {
-                log("route source=merge object=\(id) skipped=echo")
-            } else {
-                route(o, slots: nil, source: "merge")
+        if !observedUpdates.isEmpty {
+            // A save's own changes list the updated objects in order from a known position;
+            // a notification's sets come in any order, and are looked up by ID.
+            let byID = changes.changedPropertiesStart == nil ? changes.changedProperties?.byID() : nil
+            for (o, index) in observedUpdates {
+                let id = o.objectID
+                let mask =
+                    if let byID { byID[id] } else if let start = changes.changedPropertiesStart {
+                        changes.changedProperties?.mask(at: index - start, for: id)
+                    } else { UInt64?.none }
+                if mask == nil && isEcho(id) {
+                    log("route source=merge object=\(id) skipped=echo")
+                } else {
+                    route(o, mask: mask, source: "merge")
+                }
             }
         }
-        for o in inserted where o.isObserved { route(o, slots: nil, source: "merge") }
+        for o in inserted where o.isObserved { route(o, mask: nil, source: "merge") }
         for o in deleted where o.isObserved {
-            route(o, slots: nil, source: "merge (deleted)")
+            route(o, mask: nil, source: "merge (deleted)")
             o.dropObservers()
         }
     }
@@ -79,7 +96,7 @@ final class ObservationRouter {
             if isEcho(o.objectID) {
                 log("route source=refresh object=\(o.objectID) skipped=echo")
             } else {
-                route(o, slots: nil, source: "refresh")
+                route(o, mask: nil, source: "refresh")
             }
         }
     }
@@ -88,7 +105,7 @@ final class ObservationRouter {
     /// left the context and their readers are forgotten.
     func routeRollback(restored: [NSManagedObject], inserted: [NSManagedObject]) {
         guard isActive else { return }
-        for o in restored where o.isObserved { route(o, slots: nil, source: "rollback") }
+        for o in restored where o.isObserved { route(o, mask: nil, source: "rollback") }
         for o in inserted { o.dropObservers() }
     }
 
@@ -97,12 +114,15 @@ final class ObservationRouter {
         echoMarkers = [:]
     }
 
-    private func route(_ o: NSManagedObject, slots: [Int]?, source: String) {
-        guard let slots else {
+    /// Wakes the readers of what `mask` names (see `ChangedProperties`), or of every
+    /// property when it is `nil`.
+    private func route(_ o: NSManagedObject, mask: UInt64?, source: String) {
+        guard let mask else {
             log("route source=\(source) object=\(o.objectID) decision=all")
             o.invalidateAllObservers()
             return
         }
+        let slots = ChangedProperties.slots(of: mask, in: o.entity)
         log("route source=\(source) object=\(o.objectID) decision=\(slots.map { o.entity.properties[$0].name })")
         o.invalidateObservers(slots: slots)
         guard suppressesEchoes else { return }
@@ -127,4 +147,11 @@ final class ObservationRouter {
         guard isDebugLoggingEnabled else { return }
         FileHandle.standardError.write(Data("[CDEObservation] \(message())\n".utf8))
     }
+}
+
+/// A flag that starts set and is cleared once, readable from any thread.
+final class ActivityFlag: Sendable {
+    private let value = Atomic<Bool>(true)
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func clear() { value.store(false, ordering: .relaxed) }
 }

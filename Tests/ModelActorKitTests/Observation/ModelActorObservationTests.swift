@@ -106,6 +106,21 @@ struct ModelActorObservationTests {
         #expect(titleReader.value == 1)
     }
 
+    @Test("saveObservedChanges(in:) with an invalidated domain is a plain save")
+    func saveObservedChangesInInvalidatedDomain() async throws {
+        let (container, domain, item) = try stack()
+        let writer = ItemWriter(container: container)
+        let stale = CDEObservationDomain(container: container)  // replaces `domain`
+        stale.invalidate()
+        let live = CDEObservationDomain(container: container)
+        let titleReader = trackItem { _ = item.title }
+        try await writer.set(item.objectID, summary: "new", save: .observedIn(stale))
+        await settle(container)
+        #expect(item.summary == "new")
+        #expect(titleReader.value == 1, "a save for an invalidated domain reported its properties")
+        withExtendedLifetime((domain, live)) {}
+    }
+
     @Test("An actor made with init(observationDomain:) is property-level for plain and observed saves")
     func boundActorIsPropertyLevel() async throws {
         let (container, domain, item) = try stack()

@@ -125,6 +125,39 @@ struct ObservationLifecycleTests {
         #expect(reader.value == 0)
     }
 
+    @Test("A second domain on the same container replaces the first, which stops routing")
+    func laterDomainReplacesEarlierOne() throws {
+        let stack = try ObservationStack()
+        let second = CDEObservationDomain(container: stack.container)
+        #expect(!stack.domain.isActive)
+        #expect(second.isActive)
+        let summaryReader = track { _ = stack.note.summary }
+        stack.note.summary = "eggs"
+        try stack.view.save()
+        #expect(summaryReader.value == 1, "the replacing domain did not route")
+    }
+
+    @Test("A released domain ends the producer registrations it made")
+    func releasedDomainEndsItsRegistrations() throws {
+        let stack = try ObservationStack()
+        var domain: CDEObservationDomain? = CDEObservationDomain(container: stack.container)
+        let registration = try #require(domain?.registerChangeProducer(context: stack.container.newBackgroundContext()))
+        #expect(registration.isActive)
+        domain = nil
+        #expect(!registration.isActive)
+        #expect(registration.context.observedChangeProducers.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("An update that changed no persistent property wakes every reader of the object")
+    func updateWithoutPersistentChangeWakesEveryReader() throws {
+        let stack = try ObservationStack()
+        let summaryReader = track { _ = stack.note.summary }
+        stack.note.title = stack.note.title
+        try #require(stack.note.isUpdated, "setting a value marks the object updated, as in Core Data")
+        try stack.view.save()
+        #expect(summaryReader.value == 1)
+    }
+
     @Test("Objects of a class that did not opt in get no registrar and wake no reader")
     func unobservedClassesAreNeverTouched() async throws {
         let stack = try ObservationStack()
