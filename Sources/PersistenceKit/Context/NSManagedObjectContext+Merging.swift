@@ -31,6 +31,9 @@ extension NSManagedObjectContext {
 
     /// Extracts object IDs from a notification's user info.
     private static func changes(from info: [AnyHashable: Any], coordinator: NSPersistentStoreCoordinator) -> SavedChanges {
+        // A reporting save's own changes, for a context of its coordinator: what an automatic
+        // merge would get (rows and changed properties in order).
+        if let box = info[savedChangesKey] as? SavedChangesBox, box.coordinator === coordinator { return box.changes }
         func ids(_ keys: [String]) -> [NSManagedObjectID] {
             var result: [NSManagedObjectID] = []
             var seen = Set<NSManagedObjectID>()
@@ -71,8 +74,7 @@ extension NSManagedObjectContext {
         return SavedChanges(
             inserted: ids([NSInsertedObjectsKey, NSInsertedObjectIDsKey]),
             updated: ids([NSUpdatedObjectsKey, NSUpdatedObjectIDsKey]),
-            deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]),
-            changedProperties: info[changedPropertiesKey] as? ChangedProperties)
+            deleted: ids([NSDeletedObjectsKey, NSDeletedObjectIDsKey]))
     }
 
     /// `id` as an ID of `coordinator`: itself, or (for another coordinator on the same store)

@@ -16,9 +16,17 @@ struct ChangedProperties: Sendable {
         index >= 0 && index < ids.count && ids[index] == id && masks[index] != 0 ? masks[index] : nil
     }
 
-    /// The masks by ID, for a merge whose IDs came in another order (a notification's sets).
-    func byID() -> [NSManagedObjectID: UInt64] {
-        Dictionary(zip(ids, masks).filter { $0.1 != 0 }, uniquingKeysWith: { a, b in a | b })
+    mutating func append(_ id: NSManagedObjectID, mask: UInt64) {
+        ids.append(id)
+        masks.append(mask)
+    }
+
+    /// The mask of the stored values `values` against the snapshot's `saved`.
+    static func mask(_ values: [StoreValue], against saved: [StoreValue]) -> UInt64 {
+        guard values.count == saved.count, values.count <= 64 else { return .max }
+        var mask: UInt64 = 0
+        for i in values.indices where !values[i].isSame(as: saved[i]) { mask |= 1 << UInt64(i) }
+        return mask
     }
 
     /// The storage indexes a mask names.
@@ -29,37 +37,19 @@ struct ChangedProperties: Sendable {
 }
 
 // A context reports the properties its save changed (`SavedChanges.changedProperties`, and
-// the did-save notification under `changedPropertiesKey` for manual merges) only where an
+// the did-save notification under `savedChangesKey` for manual merges) only where an
 // observation domain can use them: the instrumented view context, a registered producer, or
 // one `saveObservedChanges` save. Every other save pays one flag test.
 
 extension NSManagedObjectContext {
-    /// The did-save user-info key under which a reporting save lists its changed properties,
-    /// so that `mergeChanges(fromContextDidSave:)` routes as precisely as an automatic merge.
-    static let changedPropertiesKey = "PersistenceKitChangedProperties"
+    /// The did-save user-info key under which a reporting save hands over its changes as the
+    /// automatic merges get them (`SavedChangesBox`), so that `mergeChanges(fromContextDidSave:)`
+    /// routes as precisely, and as cheaply, as an automatic merge.
+    static let savedChangesKey = "PersistenceKitSavedChanges"
 
     /// Whether this save reports the properties it changed.
     var reportsChangedProperties: Bool {
         instrumentingRouter != nil || reportsChangedPropertiesOnce || observedChangeProducers.load(ordering: .relaxed) > 0
-    }
-
-    /// The persistent properties each of `updated` changed since its snapshot, for those
-    /// about to be written, in the order `finishSave` announces them. Read before the commit,
-    /// which replaces the snapshots.
-    func changedProperties(of updated: [NSManagedObject]) -> ChangedProperties {
-        var result = ChangedProperties()
-        result.ids.reserveCapacity(updated.count)
-        result.masks.reserveCapacity(updated.count)
-        for o in updated where updatedSet.contains(o) {
-            var mask: UInt64 = 0
-            for s in o.entity.properties.indices where o.persistentValueDiffers(at: s) {
-                if s >= 64 { mask = .max; break }
-                mask |= 1 << UInt64(s)
-            }
-            result.ids.append(o.objectID)
-            result.masks.append(mask)
-        }
-        return result
     }
 
     /// `save()`, reporting the properties it changed whether or not the context is a
@@ -79,5 +69,18 @@ extension NSManagedObjectContext {
         if let router = observationRouter, router.isActive { return router }
         instrumentsObservation = false
         return nil
+    }
+}
+
+/// A save's changes as its own coordinator's contexts merge them, carried by its did-save
+/// notification.
+final class SavedChangesBox: Sendable {
+    let changes: SavedChanges
+    /// The coordinator whose IDs `changes` holds: a context of another coordinator maps the
+    /// notification's objects instead.
+    let coordinator: NSPersistentStoreCoordinator
+    init(_ changes: SavedChanges, coordinator: NSPersistentStoreCoordinator) {
+        self.changes = changes
+        self.coordinator = coordinator
     }
 }

@@ -12,9 +12,8 @@ struct SavedChanges: Sendable {
     /// The properties each updated object changed, when the saving context reported them
     /// (see `NSManagedObjectContext+Observation.swift`); `nil`: object IDs only.
     var changedProperties: ChangedProperties?
-    /// Where `changedProperties.ids` start in `updated`, when they are its tail in the same
-    /// order (a save's own changes); `nil` when they came in another order.
-    var changedPropertiesStart: Int?
+    /// Where `changedProperties.ids` start in `updated`: they are its tail, in the same order.
+    var changedPropertiesStart = 0
 }
 
 // The save pipeline:
@@ -99,9 +98,8 @@ extension NSManagedObjectContext {
         let reportsChanges = reportsChangedProperties
         for attempt in 1...16 {
             // Per attempt: resolving a conflict changes what the objects changed.
-            let changed = reportsChanges ? changedProperties(of: updated) : nil
-            let (transaction, written) = makeTransaction(
-                inserted: inserted, updated: updated.filter { updatedSet.contains($0) },
+            let (transaction, written, changed) = makeTransaction(
+                inserted: inserted, updated: updated.filter { updatedSet.contains($0) }, reportingChanges: reportsChanges,
                 deleted: deleted.filter { deletedSet.contains($0) })
             let result: StoreCommitResult
             let clock: UInt64
@@ -279,9 +277,13 @@ extension NSManagedObjectContext {
 
     /// The store transaction for the current changes, and the objects whose rows it writes
     /// (inserts then updates, in transaction order).
+    /// The transaction that writes the objects, the objects written (inserted, then
+    /// updated), and, with `reportingChanges`, the properties each of `updated` changed
+    /// (`ChangedProperties`, in `updated`'s order: compared here, while each object's values
+    /// are at hand, not in a pass of their own over every updated object).
     private func makeTransaction(
-        inserted: [NSManagedObject], updated: [NSManagedObject], deleted: [NSManagedObject]
-    ) -> (StoreTransaction, [NSManagedObject]) {
+        inserted: [NSManagedObject], updated: [NSManagedObject], reportingChanges: Bool = false, deleted: [NSManagedObject]
+    ) -> (StoreTransaction, [NSManagedObject], ChangedProperties?) {
         let rowFor: (NSManagedObject) -> StoreRowID? = { o in o.rowID ?? o.pendingRow }
         func encode(_ o: NSManagedObject) -> [StoreValue] {
             if o.valueStorage == .values { return o.storedValues }  // the same storage: no copy
@@ -307,9 +309,20 @@ extension NSManagedObjectContext {
         // would keep the store's newer row, which lists a link the other end's save removed:
         // one-sided in the file store. Written, it meets that row as a conflict, which the
         // merge policy settles or reports.
+        var changed = ChangedProperties()
+        if reportingChanges {
+            changed.ids.reserveCapacity(updated.count)
+            changed.masks.reserveCapacity(updated.count)
+        }
         for o in updated {
-            guard let id = o.rowID, let snapshot = o.snapshot else { continue }
-            t.updates.append(StoreRow(id: id, version: snapshot.version, values: encode(o)))
+            guard let id = o.rowID, let snapshot = o.snapshot else {
+                // Listed all the same, so that the list matches the announced one by position.
+                if reportingChanges { changed.append(o.objectID, mask: 0) }
+                continue
+            }
+            let values = encode(o)
+            if reportingChanges { changed.append(o.objectID, mask: ChangedProperties.mask(values, against: snapshot.values)) }
+            t.updates.append(StoreRow(id: id, version: snapshot.version, values: values))
             writtenUpdates.append(o)
         }
         for o in deleted {
@@ -318,7 +331,7 @@ extension NSManagedObjectContext {
             guard let version = o.snapshot?.version ?? rowForFault(o)?.version else { continue }
             t.deletes.append((id: id, expectedVersion: version))
         }
-        return (t, writtenUpdates.isEmpty ? inserted : inserted + writtenUpdates)
+        return (t, writtenUpdates.isEmpty ? inserted : inserted + writtenUpdates, reportingChanges ? changed : nil)
     }
 
     /// Applies the merge policy to conflicting objects, or throws the conflicts.
@@ -615,7 +628,7 @@ extension NSManagedObjectContext {
             }
             alsoUpdated.append(o)
         }
-        if changed != nil { changes.changedPropertiesStart = changes.updated.count }
+        changes.changedPropertiesStart = changes.updated.count
         for o in updated {
             o.flags.subtract([.updated, .changeRecorded])
             changes.updated.append(o.objectID)
@@ -649,7 +662,7 @@ extension NSManagedObjectContext {
         if !inserted.isEmpty { info[NSInsertedObjectsKey] = insertedSet }
         if !updated.isEmpty || !alsoUpdated.isEmpty { info[NSUpdatedObjectsKey] = Set(building: updated + alsoUpdated) }
         if !deleted.isEmpty { info[NSDeletedObjectsKey] = Set(building: deleted) }
-        if let changed { info[Self.changedPropertiesKey] = changed }
+        if changed != nil { info[Self.savedChangesKey] = SavedChangesBox(changes, coordinator: coordinator) }
         post(.NSManagedObjectContextDidSave, userInfo: info)
         let ids = ObjectIDChanges(
             inserted: Set(building: changes.inserted), updated: Set(building: changes.updated), deleted: Set(building: changes.deleted))

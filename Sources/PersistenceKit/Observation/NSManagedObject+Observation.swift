@@ -57,7 +57,21 @@ extension NSManagedObject {
         invalidateObservers(slots: entity.properties.indices)
     }
 
-    /// Forgets the object's readers without waking them (an inserted object rolled back).
+    /// Wakes the readers of the properties `mask` names (see `ChangedProperties`), without
+    /// making a list of them.
+    final func invalidateObservers(mask: UInt64) {
+        guard mask != .max else { return invalidateAllObservers() }
+        guard let registrar = observationRegistrar else { return }
+        var rest = mask
+        while rest != 0 {
+            let slot = rest.trailingZeroBitCount
+            rest &= rest - 1
+            ObservedProperty.withKeyPath(slot: slot) { registrar.withMutation(of: ObservedProperty.subject, keyPath: $0) {} }
+        }
+    }
+
+    /// Forgets the object's readers without waking them (an inserted object rolled back, a
+    /// deleted one gone from its context).
     final func dropObservers() {
         observationRegistrar = nil
     }

@@ -65,21 +65,13 @@ final class ObservationRouter {
         inserted: Set<NSManagedObject>, deleted: Set<NSManagedObject>
     ) {
         guard isActive else { return }
-        if !observedUpdates.isEmpty {
-            // A save's own changes list the updated objects in order from a known position;
-            // a notification's sets come in any order, and are looked up by ID.
-            let byID = changes.changedPropertiesStart == nil ? changes.changedProperties?.byID() : nil
-            for (o, index) in observedUpdates {
-                let id = o.objectID
-                let mask =
-                    if let byID { byID[id] } else if let start = changes.changedPropertiesStart {
-                        changes.changedProperties?.mask(at: index - start, for: id)
-                    } else { UInt64?.none }
-                if mask == nil && isEcho(id) {
-                    log("route source=merge object=\(id) skipped=echo")
-                } else {
-                    route(o, mask: mask, source: "merge")
-                }
+        for (o, index) in observedUpdates {
+            let id = o.objectID
+            let mask = changes.changedProperties?.mask(at: index - changes.changedPropertiesStart, for: id)
+            if mask == nil && isEcho(id) {
+                log("route source=merge object=\(id) skipped=echo")
+            } else {
+                route(o, mask: mask, source: "merge")
             }
         }
         for o in inserted where o.isObserved { route(o, mask: nil, source: "merge") }
@@ -122,9 +114,8 @@ final class ObservationRouter {
             o.invalidateAllObservers()
             return
         }
-        let slots = ChangedProperties.slots(of: mask, in: o.entity)
-        log("route source=\(source) object=\(o.objectID) decision=\(slots.map { o.entity.properties[$0].name })")
-        o.invalidateObservers(slots: slots)
+        log("route source=\(source) object=\(o.objectID) decision=\(ChangedProperties.slots(of: mask, in: o.entity).map { o.entity.properties[$0].name })")
+        o.invalidateObservers(mask: mask)
         guard suppressesEchoes else { return }
         // Bounded: every view-context save clears the markers; a long run of merges without
         // one drops the expired markers as they pile up.
