@@ -24,6 +24,11 @@ let package = Package(
             dependencies: ["ModelActorKit"],
             path: "Examples/ItemsImport"
         ),
+        .executableTarget(
+            name: "ObservedNotes",
+            dependencies: ["ModelActorKit"],
+            path: "Examples/ObservedNotes"
+        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),
