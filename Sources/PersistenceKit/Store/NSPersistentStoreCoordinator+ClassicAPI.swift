@@ -53,7 +53,7 @@ extension NSPersistentStoreCoordinator {
     /// is the first opener's spelling. Compared as spelled, a store added through a
     /// symlinked folder would not be found by the URL it was added with.
     public func persistentStore(for url: URL) -> NSPersistentStore? {
-        func key(_ u: URL) -> URL { u.isFileURL ? u.standardizedFileURL.resolvingSymlinksInPath() : u }
+        func key(_ u: URL) -> URL { u.isFileURL ? URL(fileURLWithPath: FileStore.resolvedPath(of: u)) : u }
         let wanted = key(url)
         return persistentStores.first { $0.url.map(key) == wanted }
     }

@@ -112,6 +112,29 @@ import Glibc
         #expect(keys == [1, 2, 3])
     }
 
+    /// A store opened through a symbolic link to a file not made yet is made at the link's
+    /// target: the link stays a link, and the target's path finds the same store, saves and all.
+    @Test func symlinkToAMissingFileCreatesTheStoreAtItsTarget() throws {
+        let folder = try TemporaryFolder()
+        let model = try FSSupport.itemModel()
+        let alias = folder.url.appendingPathComponent("alias.store")
+        try FileManager.default.createSymbolicLink(atPath: alias.path, withDestinationPath: "target.store")  // relative
+        let target = folder.url.appendingPathComponent("target.store")
+        let linked = try FSSupport.container(at: alias, model: model)
+        let context = linked.newBackgroundContext()
+        try context.performAndWait {
+            FSItem(context: context).key = 7
+            try context.save()
+        }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: alias.path) == "target.store", "the link was replaced")
+        #expect(FileManager.default.fileExists(atPath: target.path))
+        let direct = try FSSupport.container(at: target, model: model)
+        #expect(FSSupport.fileStores(direct).first === FSSupport.fileStores(linked).first)
+        try FSSupport.close(linked)
+        let keys = try FSSupport.withItemStore(target) { c in try c.fetch(FSItem.fetchRequest()).map(\.key) }
+        #expect(keys == [7])
+    }
+
     /// Removing a file store from the last coordinator that has it closes it: the close
     /// record is written and `-lock` goes, so the next open is a clean one (a store held by
     /// a global is never freed, so a program that exits without this left `-lock` behind

@@ -194,10 +194,8 @@ public final class FileStore: PersistentStore {
                 .io, path: url.absoluteString,
                 "a file store needs a file URL, not \(url.absoluteString); use URL(fileURLWithPath:).")
         }
-        // Symbolic links resolved: two paths to one file must find the one open store, and
-        // one lock file. Unresolved, a path through a symlink opens a second writer, whose
-        // saves overwrite the first one's.
-        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        // Symbolic links resolved, a link to a file not made yet included (see `resolvedPath(of:)`).
+        let path = resolvedPath(of: url)
         // The folder first: the key names it by its identity, which it has only once it exists.
         let directory = (path as NSString).deletingLastPathComponent
         do {
@@ -249,7 +247,7 @@ public final class FileStore: PersistentStore {
         guard url.isFileURL else {
             throw FileStoreError(.io, path: url.absoluteString, "a file store needs a file URL, not \(url.absoluteString).")
         }
-        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        let path = resolvedPath(of: url)
         let directory = (path as NSString).deletingLastPathComponent
         guard FileManager.default.fileExists(atPath: directory) else { return }
         let key = StoreLock.key(forStoreAt: path)
