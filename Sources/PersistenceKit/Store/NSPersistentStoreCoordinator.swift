@@ -55,7 +55,8 @@ public final class NSPersistentStoreCoordinator: Sendable {
             // store is exactly that. Opened as a file, the empty "file" is reported as a
             // truncated header.
             if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url) }
-            // FileStoreError passes through unwrapped: it names the file, offset and cause.
+            // Its FileStoreError, naming the file, offset and cause, becomes the `underlying`
+            // of the CoreDataError `openStore` throws.
             return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
         },
     ])
@@ -83,8 +84,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
     ///   `.persistentStoreAlreadyAdded` when a store with this URL is already added,
     ///   `.coreData` with the ``ModelError`` when the model is invalid,
     ///   `.persistentStoreIncompatibleVersionHash` (134100, with the ``FileStoreError`` as
-    ///   `underlying`) when a file store was created with another model, or the store's own
-    ///   error (``FileStoreError`` for the file store) when it cannot be opened.
+    ///   `underlying`) when a file store was created with another model, and
+    ///   `.persistentStoreOpen` (134080) when it cannot be opened (locked by another process,
+    ///   damaged, unreadable), with the file store's ``FileStoreError`` as `underlying`.
     @discardableResult
     public func addPersistentStore(type: String, at url: URL?, options: [String: String]? = nil) throws -> any PersistentStore {
         if let modelError {
@@ -120,7 +122,14 @@ public final class NSPersistentStoreCoordinator: Sendable {
         do {
             store = try factory(url, options ?? [:], managedObjectModel)
         } catch let error as FileStoreError {
-            guard case let .modelMismatch(storeHash, modelHash) = error.kind else { throw error }
+            // Every load error is a `CoreDataError`, the store's own error its `underlying`, as
+            // Core Data wraps a store's error in an NSError with NSUnderlyingErrorKey: code that
+            // catches `CoreDataError` around `loadPersistentStores` sees locked, damaged and
+            // unreadable stores too, not only a model mismatch.
+            guard case let .modelMismatch(storeHash, modelHash) = error.kind else {
+                throw CoreDataError(
+                    .persistentStoreOpen, "the store at \(error.path) could not be opened: \(error.message)", underlying: error)
+            }
             // Core Data code recognises this case by its code (134100) to rebuild the store.
             throw CoreDataError(
                 .persistentStoreIncompatibleVersionHash,

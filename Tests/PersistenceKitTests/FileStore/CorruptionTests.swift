@@ -295,8 +295,8 @@ import Glibc
         try FSSupport.write(bytes, to: folder.storeURL)
         try Self.expectDamage(folder.storeURL, .notAStore, at: 0)
 
-        // The same error comes straight out of loadPersistentStores.
-        let error = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL) }
+        // The same error comes out of loadPersistentStores, as the CoreDataError's underlying.
+        let error = FSSupport.loadError { _ = try FSSupport.container(at: folder.storeURL) }
         #expect(error?.kind == .notAStore)
         #expect(error?.path == FSSupport.path(folder.storeURL))
         #expect(error?.offset == 0)
@@ -347,7 +347,7 @@ import Glibc
         try FSSupport.write(bytes, to: folder.storeURL)
         try Self.expectDamage(folder.storeURL, .newerFormatVersion(found: version, supported: FileStoreFormat.version), at: 8)
         try? FileManager.default.removeItem(atPath: folder.storeURL.path + "-lock")
-        let error = #expect(throws: FileStoreError.self) { _ = try FSSupport.container(at: folder.storeURL) }
+        let error = FSSupport.loadError { _ = try FSSupport.container(at: folder.storeURL) }
         #expect(error?.kind == .newerFormatVersion(found: version, supported: FileStoreFormat.version))
         #expect(error?.offset == 8)
     }

@@ -41,6 +41,17 @@ enum FSSupport {
         container.persistentStoreCoordinator.persistentStores.compactMap { $0 as? FileStore }
     }
 
+    /// The file store's error inside the `CoreDataError` that loading a store throws
+    /// (`.persistentStoreOpen`, the store's error its `underlying`); records an issue when
+    /// `load` throws anything else or nothing.
+    static func loadError(
+        sourceLocation: SourceLocation = #_sourceLocation, _ load: () throws -> Void
+    ) -> FileStoreError? {
+        let error = #expect(throws: CoreDataError.self, sourceLocation: sourceLocation) { try load() }
+        #expect(error?.code == .persistentStoreOpen, sourceLocation: sourceLocation)
+        return error?.underlying as? FileStoreError
+    }
+
     /// Closes every file store of a container (cleanly: close record, lock file removed).
     static func close(_ container: NSPersistentContainer) throws {
         for store in fileStores(container) { try store.close() }

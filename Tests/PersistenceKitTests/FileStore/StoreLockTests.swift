@@ -150,6 +150,24 @@ final class LockWatchingFile: StoreFile {
         return reopened
     }
 
+    /// Through `loadPersistentStores`, a store locked by another process is a `CoreDataError`
+    /// (`.persistentStoreOpen`), as every load error is, with the file store's
+    /// `lockedByAnotherProcess` as its underlying error.
+    @Test func aLockedStoreLoadsAsACoreDataErrorWithTheStoreErrorUnderneath() async throws {
+        let folder = try TemporaryFolder()
+        let container = try FSSupport.container(at: folder.storeURL)
+        defer { try? FSSupport.close(container) }
+        await #expect(processExitsWith: .exitCode(42)) { [path = folder.storeURL.path as String] in
+            do {
+                _ = try FSSupport.container(at: URL(fileURLWithPath: path))
+                exit(1)
+            } catch let error as CoreDataError {
+                let cause = error.underlying as? FileStoreError
+                exit(error.code == .persistentStoreOpen && cause?.kind == .lockedByAnotherProcess ? 42 : 2)
+            }
+        }
+    }
+
     /// Another process opening an open store gets `lockedByAnotherProcess`; once this process
     /// closes it, the other process opens it.
     @Test func aSecondProcessGetsLockedByAnotherProcess() async throws {

@@ -74,9 +74,7 @@ import Glibc
         let model = try FSSupport.itemModel()
         let first = try FSSupport.container(at: folder.storeURL, model: model, durability: "normal")
         defer { try? FSSupport.close(first) }
-        let error = #expect(throws: FileStoreError.self) {
-            _ = try FSSupport.container(at: folder.storeURL, model: model, durability: "full")
-        }
+        let error = FSSupport.loadError { _ = try FSSupport.container(at: folder.storeURL, model: model, durability: "full") }
         #expect(error?.kind == .optionsMismatch)
         #expect(error?.message.contains("normal") == true)
         let same = try FSSupport.container(at: folder.storeURL, model: model, durability: "normal")
