@@ -30,6 +30,13 @@ let package = Package(
             path: "Examples/ObservedNotes"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Built for release by CI, so that a test can check that traps print their messages
+        // under -O (see Tests/PersistenceKitTests/Support/ReleaseTrapMessageTests.swift).
+        .executableTarget(
+            name: "TrapMessages",
+            dependencies: ["PersistenceKit"],
+            path: "Tests/TrapMessages"
+        ),
         .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),
         // Compiled as a new app target is (Swift 6.2's default MainActor isolation), so that a

@@ -40,7 +40,7 @@ public final class NSModelObjectContextExecutor: SerialExecutor {
     /// Traps unless the caller runs on the context's queue (inside an actor job or a
     /// `perform`/`performAndWait` block of the context).
     public func checkIsolated() {
-        precondition(
+        programmerCheck(
             context.isExecutingOnQueueOnSecondLook,
             "PersistenceKit: isolation check failed — the caller is not running on the queue of context "
                 + "'\(context.debugName)'. Rule: an NSModelActor's state may only be touched from its own "

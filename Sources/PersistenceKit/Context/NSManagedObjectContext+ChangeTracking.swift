@@ -69,7 +69,7 @@ extension NSManagedObjectContext {
             return
         }
         guard object.managedObjectContext == nil, !object.flags.contains(.invalidated) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: insert(_:) — \(object.objectID) already belongs to context "
                     + "'\(object.managedObjectContext?.debugName ?? "another context")' or was removed from one; it cannot "
                     + "be inserted into '\(debugName)'. Rule: an object lives in one context; use object(with:) to get "
@@ -80,7 +80,7 @@ extension NSManagedObjectContext {
         // model, measured at a fortieth of inserting 100,000 objects).
         let knownEntity = entityCache.generation == currentCoordinatorGeneration && entityCache.entity === object.entity
         guard knownEntity || object.entity.managedObjectModel === coordinator.managedObjectModel else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: insert(_:) — entity '\(object.entity.name)' is not part of the model of context "
                     + "'\(debugName)'. Rule: objects must be created from the entity descriptions of the context's model.")
         }
@@ -91,13 +91,13 @@ extension NSManagedObjectContext {
         // (Only a permanent key can be taken: temporary keys are unique in the process, and a
         // new object has no key yet.)
         if object.hasPermanentKey, !coordinator.owns(object.objectID) {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: insert(_:) — \(object.objectID) has a permanent ID of a store that context "
                     + "'\(debugName)' does not use (another coordinator's). Rule: an object cannot move between "
                     + "coordinators; insert a new object and copy its values.")
         }
         if object.hasPermanentKey, let other = registeredByID[object.objectKey, object.entity], other !== object {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: insert(_:) — context '\(debugName)' already holds another object with ID \(object.objectID). "
                     + "Rule: an object ID names one object per context; insert a new object instead of re-inserting a "
                     + "deleted one whose ID is in use.")
@@ -134,7 +134,7 @@ extension NSManagedObjectContext {
             if let registered = registeredByID[object.objectKey, object.entity] { object = registered } else { adopt(object) }
         }
         guard object.managedObjectContext === self else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: delete(_:) — \(object.objectID) is not in context '\(debugName)'. Rule: delete an "
                     + "object through the context that holds it.")
         }

@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
                 } else if let s = value as? Set<AnyHashable> {
                     items = Array(s)
                 } else {
-                    preconditionFailure(
+                    programmerError(
                         "PersistenceKit: merging changes — the value for '\(key)' is a \(type(of: value)), not a collection of "
                             + "NSManagedObjectID, NSManagedObject or URI URL. Rule: pass a did-save notification's user info.")
                 }
@@ -62,7 +62,7 @@ extension NSManagedObjectContext {
                     case let i as NSManagedObjectID: id = Self.ownedID(i, key: key, coordinator: coordinator)
                     case let u as URL: id = coordinator.managedObjectID(forURIRepresentation: u)
                     default:
-                        preconditionFailure(
+                        programmerError(
                             "PersistenceKit: merging changes — '\(key)' holds a \(type(of: item)); expected NSManagedObjectID, "
                                 + "NSManagedObject or URI URL.")
                     }
@@ -82,7 +82,7 @@ extension NSManagedObjectContext {
     private static func ownedID(_ id: NSManagedObjectID, key: String, coordinator: NSPersistentStoreCoordinator) -> NSManagedObjectID? {
         if id.isTemporaryID || coordinator.owns(id) { return id }
         if let mine = coordinator.managedObjectID(forURIRepresentation: id.uriRepresentation()) { return mine }
-        preconditionFailure(
+        programmerError(
             "PersistenceKit: merging changes — \(id) under '\(key)' belongs to a store this coordinator does not have. "
                 + "Rule: merge only saves of the same store.")
     }

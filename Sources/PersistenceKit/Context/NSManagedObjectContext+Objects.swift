@@ -15,7 +15,7 @@ extension NSManagedObjectContext {
             return e
         }
         guard let entity = coordinator.managedObjectModel.entity(for: type) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(type).init(context:) — the model of context '\(debugName)' has no entity for class "
                     + "\(type). Rule: build the model from this class (NSManagedObjectModel(managedObjectClasses:)) or "
                     + "set an entity's managedObjectClass to it.")
@@ -34,13 +34,13 @@ extension NSManagedObjectContext {
         assertOnQueue("object(with:)")
         if let o = registeredObject(objectID) { return o }
         guard coordinator.owns(objectID) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: object(with: \(objectID)) — the ID belongs to another coordinator or store than "
                     + "context '\(debugName)' uses. Rule: object IDs only work with the coordinator that made them; "
                     + "use managedObjectID(forURIRepresentation:) on this coordinator.")
         }
         guard objectID.rowID != nil else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: object(with: \(objectID)) — a temporary ID only names an object in the context that "
                     + "inserted it. Rule: save or obtainPermanentIDs(for:) before passing IDs between contexts.")
         }
@@ -123,7 +123,7 @@ extension NSManagedObjectContext {
         let temporary = objects.filter { !$0.hasPermanentKey }
         if temporary.isEmpty { return }
         for o in temporary where o.managedObjectContext !== self {
-            preconditionFailure("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
+            programmerError("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
         }
         let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
         try allocateRows(for: temporary, in: store)
@@ -206,7 +206,7 @@ extension NSManagedObjectContext {
     /// shelf's 50,000 stored books into objects.
     func objects(forRows rows: [StoreRowID], entity: NSEntityDescription) -> [NSManagedObject] {
         guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
-            preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(rows.count) rows.")
+            programmerError("PersistenceKit: context '\(debugName)' lost its store while resolving \(rows.count) rows.")
         }
         let number = storeNumber(for: store.identifier)
         guard rows.count >= ObjectRegistry.bulkThreshold, rows.isSortedUnique else {
@@ -235,7 +235,7 @@ extension NSManagedObjectContext {
 
     func object(forRow row: StoreRowID, entity: NSEntityDescription) -> NSManagedObject {
         guard let store = try? coordinator.primaryStore(for: "resolving a relationship") else {
-            preconditionFailure("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")
+            programmerError("PersistenceKit: context '\(debugName)' lost its store while resolving \(row).")
         }
         let key = ObjectKey(row: row, storeNumber: storeNumber(for: store.identifier))
         if let o = registeredByID[key, entity] { return o }

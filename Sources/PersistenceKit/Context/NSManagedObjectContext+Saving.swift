@@ -45,7 +45,7 @@ extension NSManagedObjectContext {
     ///   this save: those objects keep the resolved values.
     public func save() throws {
         assertOnQueue("save()")
-        precondition(
+        programmerCheck(
             !isSaving,
             "PersistenceKit: save() called on context '\(debugName)' while it is already saving (from willSave/didSave "
                 + "or a will-save observer). Rule: do not save recursively.")
@@ -297,7 +297,7 @@ extension NSManagedObjectContext {
         t.inserts.reserveCapacity(inserted.count)
         for o in inserted {
             guard let id = rowFor(o) else {
-                preconditionFailure("PersistenceKit internal error: inserted object \(o.objectID) has no row to save to")
+                programmerError("PersistenceKit internal error: inserted object \(o.objectID) has no row to save to")
             }
             // Version 1, the version the store gives an insert: a store may then hand back
             // this very array as the committed rows (see `FileStore.commit`).

@@ -181,7 +181,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     ///
     /// Traps for `.confinementConcurrencyType`, which Core Data deprecated.
     public init(concurrencyType: NSManagedObjectContextConcurrencyType) {
-        precondition(
+        programmerCheck(
             concurrencyType != .confinementConcurrencyType,
             "PersistenceKit: confinementConcurrencyType is not supported; use .privateQueueConcurrencyType or .mainQueueConcurrencyType.")
         self.concurrencyType = concurrencyType
@@ -234,7 +234,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         set {
             coordinatorBox.withLock { current in
                 if let current, current !== newValue {
-                    preconditionFailure(
+                    programmerError(
                         "PersistenceKit: context '\(debugName)' already has a coordinator; cannot replace it. Rule: a "
                             + "context's objects belong to its coordinator's stores; make a new context instead.")
                 }
@@ -261,7 +261,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         let current = persistentStoreCoordinator
         coordinatorCache = (generation, current)
         guard let c = current else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: context '\(debugName)' has no persistentStoreCoordinator. Rule: set one before using the context.")
         }
         return c
@@ -325,7 +325,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             // threads setting it at once leave the flag and the list in agreement.
             // (`persistentStoreCoordinator`, not `coordinator`: that one caches on the queue.)
             guard let coordinator = persistentStoreCoordinator else {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: context '\(debugName)' has no persistentStoreCoordinator. Rule: set one before "
                         + "automaticallyMergesChangesFromParent.")
             }
@@ -354,7 +354,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             concurrencyType == .mainQueueConcurrencyType
             ? "a main-queue context and its objects may only be used on the main thread (the main actor) or inside perform/performAndWait"
             : "a private-queue context and its objects may only be used inside its perform/performAndWait blocks"
-        preconditionFailure(
+        programmerError(
             "PersistenceKit concurrency violation: \(operation) on \(what) from the wrong thread. Rule: \(rule).")
     }
 

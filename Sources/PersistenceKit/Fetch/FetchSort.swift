@@ -85,7 +85,7 @@ enum FetchSortRule {
     @discardableResult
     static func checkKey(_ key: String, of entity: NSEntityDescription) -> Int {
         guard let i = entity.propertyIndex(named: key), entity.properties[i] is NSAttributeDescription else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: sort key '\(key)' is not an attribute of entity '\(entity.name)'. Known attributes: "
                     + "\(entity.attributesByName.keys.sorted().joined(separator: ", ")).")
         }

@@ -54,7 +54,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     private func adopt(_ properties: [NSPropertyDescription]) {
         for p in properties {
             if let other = p.entity, other !== self, other.managedObjectModel?.isSealed == true {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: property '\(other.name).\(p.name)' is used by a coordinator; it cannot be added "
                         + "to entity '\(name)'. Rule: a property belongs to one entity; make a new description.")
             }
@@ -196,7 +196,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Traps when the model has no such entity (Core Data raises an exception).
     public static func insertNewObject(forEntityName entityName: String, into context: NSManagedObjectContext) -> NSManagedObject {
         guard let entity = entity(forEntityName: entityName, in: context) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: insertNewObject(forEntityName: \"\(entityName)\") — the model of context "
                     + "'\(context.debugName)' has no entity with that name. Known entities: "
                     + (context.persistentStoreCoordinator?.managedObjectModel.entities.map(\.name).sorted().joined(separator: ", ") ?? "none"))
@@ -248,7 +248,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     func checkMutable() {
         if let model = managedObjectModel, model.isSealed {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: entity '\(name)' was modified after its model was used by a coordinator. "
                     + "Rule: a model is immutable once in use; build a new model instead.")
         }

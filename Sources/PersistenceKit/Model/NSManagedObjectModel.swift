@@ -18,7 +18,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     public var entities: [NSEntityDescription] {
         didSet {
             if isSealed {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: a model's entities were replaced after it was used by a coordinator. "
                         + "Rule: a model is immutable once in use; build a new model instead.")
             }
@@ -31,7 +31,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     private func adopt(_ entities: [NSEntityDescription]) {
         for e in entities {
             if let other = e.managedObjectModel, other !== self, other.isSealed {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: entity '\(e.name)' is already used by a coordinator through another model; it "
                         + "cannot be added to a second model. Rule: a model is immutable once in use, and an entity "
                         + "belongs to one model; build new entity descriptions for the new model.")

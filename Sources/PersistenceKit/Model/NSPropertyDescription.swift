@@ -70,7 +70,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
 
     func checkMutable() {
         if let model = entity?.managedObjectModel, model.isSealed {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: property '\(entity?.name ?? "?").\(name)' was modified after its model was "
                     + "used by a coordinator. Rule: a model is immutable once in use; build a new model instead."
             )

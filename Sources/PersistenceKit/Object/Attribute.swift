@@ -151,7 +151,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         {
             return value
         }
-        preconditionFailure(
+        programmerError(
             "PersistenceKit: '\(object.entity.name).\(property.name)' holds nil, and its model gives it no default of type "
                 + "\(Value.self). Rule: a required attribute set to nil must get a value before it is read.")
     }
@@ -161,7 +161,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         let a = NSAttributeDescription(name: name, type: Value.attributeType)
         a.isOptional = Value.isOptionalAttributeValue
         guard case let .attribute(d, optionBits) = declaration else {
-            preconditionFailure("PersistenceKit internal error: @Attribute '\(name)' recorded a relationship's declaration")
+            programmerError("PersistenceKit internal error: @Attribute '\(name)' recorded a relationship's declaration")
         }
         a.isIndexed = optionBits & 1 != 0
         a.isTransient = optionBits & 2 != 0

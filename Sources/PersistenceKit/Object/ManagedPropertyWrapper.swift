@@ -68,11 +68,11 @@ extension NSManagedObject {
             mirror = m.superclassMirror
         }
         guard let label, label.hasPrefix("_") else {
-            preconditionFailure("PersistenceKit: could not find the property wrapper of \(type(of: object)) by reflection.")
+            programmerError("PersistenceKit: could not find the property wrapper of \(type(of: object)) by reflection.")
         }
         let name = String(label.dropFirst())
         guard let index = entity.propertyIndex(named: name) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(type(of: object)) declares '\(name)', but its entity '\(entity.name)' has no such "
                     + "property. Rule: a class's @Attribute/@Relationship properties must match its entity; build the "
                     + "model from the classes (NSManagedObjectModel(managedObjectClasses:)).")

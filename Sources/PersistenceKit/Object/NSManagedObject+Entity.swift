@@ -8,7 +8,7 @@ extension NSManagedObject {
     /// Traps when no loaded model has an entity of this class — the message names the class.
     public class func entity() -> NSEntityDescription {
         guard let entity = EntityRegistry.entity(for: self) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(self).entity() — no loaded model has an entity of class \(self). Rule: make a "
                     + "coordinator or container for a model that includes the class before asking for its entity.")
         }

@@ -16,7 +16,7 @@ extension NSManagedObject {
     func checkQueue(_ operation: @autoclosure () -> String) {
         if NSManagedObjectContext.checksQueues, let queue = contextQueue, !queue.isCurrent {
             guard let context = managedObjectContext else {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit concurrency violation: \(operation()) on \(objectID) from the wrong thread, after its "
                         + "context was deallocated. Rule: use an object only on its context's queue.")
             }
@@ -28,7 +28,7 @@ extension NSManagedObject {
     // string interpolation for every fault fired (measured: a visible share of a fetch).
     private func prepareSlowPath(_ operation: () -> String) {
         if flags.contains(.invalidated) {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(operation()) on \(objectID) — the object is no longer usable: its deletion was "
                     + "saved, or its context was reset, rolled back or deallocated. Rule: after a delete is saved or a context "
                     + "is reset, fetch the object again (existingObject(with:) throws if it is gone).")
@@ -58,20 +58,20 @@ extension NSManagedObject {
             row = snapshot
         } else {
             guard let context = managedObjectContext else {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: \(objectID) is a fault that is not in any context, so its values cannot be loaded.")
             }
             let found: StoreRow?
             do {
                 found = try context.loadRowForFault(self)
             } catch {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: could not fulfill the fault for \(objectID) in context '\(context.debugName)': "
                         + "reading its row failed: \(error)")
             }
             guard let loaded = found else {
                 guard context.shouldDeleteInaccessibleFaults else {
-                    preconditionFailure(
+                    programmerError(
                         "PersistenceKit: could not fulfill the fault for \(objectID) in context '\(context.debugName)': "
                             + "the object was deleted from the store and the context's shouldDeleteInaccessibleFaults is "
                             + "false. Rule: use existingObject(with:) to check that an object exists before reading it "
@@ -163,7 +163,7 @@ extension NSManagedObject {
             storedSlots = entity.defaultSlots  // shared until written, like the values
         case .snapshot:
             guard let row = storedSnapshot else {
-                preconditionFailure("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
+                programmerError("PersistenceKit internal error: \(objectID) keeps its values in a snapshot it does not have.")
             }
             storedSlots = decode(row)
             startTrackingToManyEdits()  // the slots are the snapshot's values

@@ -7,7 +7,7 @@ extension NSManagedObject {
     /// "this class is not key value coding-compliant" for unknown keys).
     func index(forKey key: String, _ operation: String) -> Int {
         guard let i = entity.propertyIndex(named: key) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(operation) — entity '\(entity.name)' has no property '\(key)' (object \(objectID)). "
                     + "Known keys: \(entity.properties.map(\.name).joined(separator: ", ")).")
         }
@@ -97,7 +97,7 @@ extension NSManagedObject {
     private func relatedObject(on key: String, of keyPath: String, _ operation: String) -> NSManagedObject? {
         let i = index(forKey: key, "\(operation) \"\(keyPath)\"")
         guard let r = entity.properties[i] as? NSRelationshipDescription, !r.isToMany else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(operation) \"\(keyPath)\" — '\(key)' of entity '\(entity.name)' is not a to-one "
                     + "relationship, and the path goes on past it (object \(objectID)). Rule: only to-one relationships may "
                     + "come before the last key; paths through to-many relationships and collection operators are not "
@@ -136,7 +136,7 @@ extension NSManagedObject {
 
     private func convert(_ value: Any?, for a: NSAttributeDescription) -> StoreValue {
         guard let v = a.attributeType.storeValue(from: value) else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: wrong value type for '\(entity.name).\(a.name)' (object \(objectID)): got "
                     + "\(value.map { "\(type(of: $0))" } ?? "nil"), expected \(a.attributeType). Rule: attribute values must "
                     + "convert exactly to the attribute's type.")
@@ -150,7 +150,7 @@ extension NSManagedObject {
             return optional._wrappedAny.flatMap { object($0, for: r) }
         }
         guard let o = value as? NSManagedObject else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: wrong value type for relationship '\(entity.name).\(r.name)' (object \(objectID)): got "
                     + "\(type(of: value)), expected an object of entity '\(r.destinationEntity?.name ?? "?")' or nil.")
         }
@@ -161,7 +161,7 @@ extension NSManagedObject {
         guard let value, !(value is NSNull) else { return [] }
         if let set = value as? Set<NSManagedObject> { return set }
         if let array = value as? [NSManagedObject] { return Set(array) }
-        preconditionFailure(
+        programmerError(
             "PersistenceKit: wrong value type for to-many relationship '\(entity.name).\(r.name)' (object \(objectID)): "
                 + "got \(type(of: value)), expected a Set or Array of '\(r.destinationEntity?.name ?? "?")' objects.")
     }
@@ -173,7 +173,7 @@ extension NSManagedObject {
     public func mutableSetValue(forKey key: String) -> RelationshipSet<NSManagedObject> {
         let i = index(forKey: key, "mutableSetValue(forKey: \"\(key)\")")
         guard (entity.properties[i] as? NSRelationshipDescription)?.isToMany == true else {
-            preconditionFailure("PersistenceKit: mutableSetValue(forKey: \"\(key)\") — '\(entity.name).\(key)' is not a to-many relationship.")
+            programmerError("PersistenceKit: mutableSetValue(forKey: \"\(key)\") — '\(entity.name).\(key)' is not a to-many relationship.")
         }
         return RelationshipSet(owner: self, index: i)
     }
@@ -210,7 +210,7 @@ extension NSManagedObject {
 
     private func checkDestination(_ target: NSManagedObject, of r: NSRelationshipDescription) {
         guard target.entity === r.destinationEntity else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: wrong value type for relationship '\(entity.name).\(r.name)' (object \(objectID)): got an "
                     + "object of entity '\(target.entity.name)', expected '\(r.destinationEntity?.name ?? "?")'.")
         }

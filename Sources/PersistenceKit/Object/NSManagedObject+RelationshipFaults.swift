@@ -47,7 +47,7 @@ extension NSManagedObject {
     private func relationshipIndex(forKey key: String, _ operation: String) -> Int {
         let i = index(forKey: key, operation)
         guard entity.properties[i] is NSRelationshipDescription else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: \(operation) — '\(entity.name).\(key)' is an attribute, not a relationship.")
         }
         return i

@@ -9,7 +9,7 @@ extension NSManagedObject {
     func relationship(at i: Int) -> NSRelationshipDescription {
         // The slot layout follows `entity.properties`; callers pass relationship indexes only.
         guard let r = entity.properties[i] as? NSRelationshipDescription else {
-            preconditionFailure("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a relationship.")
+            programmerError("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a relationship.")
         }
         return r
     }
@@ -23,7 +23,7 @@ extension NSManagedObject {
             storedSlots[i] = .toOne(target)  // the same link as an object: to-many edits stay tracked
             return target
         default:
-            preconditionFailure("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-one relationship.")
+            programmerError("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-one relationship.")
         }
     }
 
@@ -54,7 +54,7 @@ extension NSManagedObject {
             if set.count != rows.count { forgetToManyEdits() }
             return set
         default:
-            preconditionFailure("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-many relationship.")
+            programmerError("PersistenceKit: '\(entity.name).\(entity.properties[i].name)' is not a to-many relationship.")
         }
     }
 
@@ -242,7 +242,7 @@ extension NSManagedObject {
 
     private func inverseIndex(of r: NSRelationshipDescription) -> Int {
         guard let inverse = r.inverseRelationship, inverse.index >= 0 else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: relationship '\(entity.name).\(r.name)' has no inverse; validate the model "
                     + "(NSManagedObjectModel.validate()) before using it.")
         }
@@ -252,12 +252,12 @@ extension NSManagedObject {
     private func checkTarget(_ target: NSManagedObject?, of r: NSRelationshipDescription) {
         guard let target else { return }
         guard target.entity === r.destinationEntity else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: cannot set '\(entity.name).\(r.name)' to \(target.objectID): the relationship's "
                     + "destination is '\(r.destinationEntity?.name ?? "?")', not '\(target.entity.name)'.")
         }
         guard target.managedObjectContext === managedObjectContext else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: illegal attempt to relate \(objectID) and \(target.objectID) through '\(r.name)': "
                     + "the objects are in different contexts. Rule: related objects must live in the same context; "
                     + "bring the other object over with context.object(with: id).")

@@ -369,7 +369,7 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
         }
         set {
             assert(newValue.map { $0.entity == entity.index } ?? true, "PersistenceKit internal error: a pending row of another entity")
-            precondition(
+            programmerCheck(
                 newValue?.primaryKey != Self.noPendingKey,
                 "PersistenceKit: the store handed out primary key \(Self.noPendingKey), which no store may use.")
             storedPendingKey = newValue?.primaryKey ?? Self.noPendingKey

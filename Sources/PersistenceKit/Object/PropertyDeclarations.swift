@@ -173,7 +173,7 @@ enum PropertyDeclarations {
                 let mark = Int(w.wrapper.mark)
                 guard mark <= pass.entries.count else { continue }  // another window's
                 if let other = owner.updateValue(i, forKey: mark) {
-                    preconditionFailure(
+                    programmerError(
                         "PersistenceKit: \(cls).\(found[other].name) and \(cls).\(found[i].name) carry the same wrapper, so "
                             + "their declarations cannot be told apart. Rule: declare each @Attribute/@Relationship with "
                             + "its own initial value or arguments; do not assign one wrapper value to several properties.")
@@ -186,7 +186,7 @@ enum PropertyDeclarations {
             // The windows count initializers in the order they run: every pass must run the
             // same ones. An initializer that first touches a static holding wrappers runs
             // more of them in the first pass, shifting the later windows: that is refused.
-            precondition(
+            programmerCheck(
                 pass.initializers == initializers,
                 "PersistenceKit: building \(cls) ran \(initializers) property-wrapper initializers once and "
                     + "\(pass.initializers) the next time. Rule: a class with more than \(window) @Attribute/@Relationship "
@@ -194,7 +194,7 @@ enum PropertyDeclarations {
         }
         let result = found.indices.map { i -> (name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration) in
             guard let declaration = declarations[i] else {
-                preconditionFailure(
+                programmerError(
                     "PersistenceKit: the wrapper of \(cls).\(found[i].name) recorded no declaration while \(cls) was "
                         + "built: it was not made by its own property's initial value (copied from elsewhere?). Rule: "
                         + "declare each @Attribute/@Relationship with its own initial value or arguments.")

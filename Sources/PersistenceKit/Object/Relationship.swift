@@ -74,7 +74,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     /// Unavailable outside `NSManagedObject` subclasses; see the enclosing-instance subscript.
     @available(*, unavailable, message: "$ access works only on properties of NSManagedObject subclasses")
     public var projectedValue: RelationshipSet<Value.Destination> {
-        preconditionFailure("$ access works only on properties of NSManagedObject subclasses")
+        programmerError("$ access works only on properties of NSManagedObject subclasses")
     }
 
     /// The projected value (`$books`): a live view of a to-many relationship for adding,
@@ -86,7 +86,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     ) -> RelationshipSet<Value.Destination> {
         let i = NSManagedObject.slot(of: object, storage: storage)
         guard Value.isToMany else {
-            preconditionFailure(
+            programmerError(
                 "PersistenceKit: '$\(object.entity.properties[i].name)' — only to-many relationships have a projected set.")
         }
         return RelationshipSet(owner: object, index: i)
@@ -95,7 +95,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
     @usableFromInline
     func makeDescription(name: String, declaration: PropertyDeclaration) -> NSPropertyDescription {
         guard case let .relationship(inverse, deleteRule, isOptional, minCount, maxCount) = declaration else {
-            preconditionFailure("PersistenceKit internal error: @Relationship '\(name)' recorded an attribute's declaration")
+            programmerError("PersistenceKit internal error: @Relationship '\(name)' recorded an attribute's declaration")
         }
         let r = NSRelationshipDescription(name: name)
         r.destinationEntityName = String(describing: Value.Destination.self)

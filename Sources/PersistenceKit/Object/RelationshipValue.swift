@@ -52,7 +52,7 @@ extension Set: RelationshipValue where Element: NSManagedObject {
 /// mismatch when the entity's class is not that type.
 func downcast<T: NSManagedObject>(_ o: NSManagedObject, to: T.Type, in owner: NSManagedObject, slot: Int) -> T {
     guard let t = o as? T else {
-        preconditionFailure(
+        programmerError(
             "PersistenceKit: '\(owner.entity.name).\(owner.entity.properties[slot].name)' holds a \(type(of: o)) "
                 + "(entity '\(o.entity.name)') but is declared as \(T.self). Rule: the destination entity's class must "
                 + "be the declared type; build the model from the classes.")
