@@ -37,6 +37,45 @@ import Glibc
         return titles
     }
 
+    /// An open after a crash says what it recovered (`FileStore.recovery`): the size found,
+    /// the bytes kept and the records cut; a clean open has nothing to say.
+    @Test("An open after a crash reports what it cut; a clean open reports nothing")
+    func recoveryIsReported() throws {
+        let folder = try TemporaryFolder()
+        let clean = try CorruptionTests.makeCleanStore(folder.storeURL)
+        let model = try Fixtures.model()
+        let cleanOpen = try FileStore.open(at: folder.storeURL, model: model)
+        #expect(cleanOpen.recovery == nil)
+        let titles = try FSSupport.titles(in: cleanOpen, model: model)
+        try cleanOpen.close()
+
+        // A crash with nothing unfinished: recovered, nothing cut.
+        _ = FileManager.default.createFile(atPath: folder.storeURL.path + "-lock", contents: nil)
+        let crashed = try FileStore.open(at: folder.storeURL, model: model)
+        let quiet = try #require(crashed.recovery)
+        #expect(quiet.discardedBytes == 0 && quiet.discardedRecords == 0 && quiet.keptBytes == clean.count)
+        try crashed.close()
+
+        // A crash in the middle of writing a record: its header and part of its payload.
+        var torn = try FSSupport.bytes(folder.storeURL)
+        let kept = torn.count
+        var record = [UInt8](repeating: 0x5A, count: 40)
+        FSSupport.putU32(FileStoreFormat.recordMagic, into: &record, at: 0)
+        FSSupport.putU32(4096, into: &record, at: 8)  // a length past the end of the file
+        torn += record
+        try FSSupport.write(torn, to: folder.storeURL)
+        _ = FileManager.default.createFile(atPath: folder.storeURL.path + "-lock", contents: nil)
+        let recovered = try FileStore.open(at: folder.storeURL, model: model)
+        defer { try? recovered.close() }
+        let report = try #require(recovered.recovery)
+        #expect(report.foundBytes == kept + 40)
+        #expect(report.keptBytes == kept)
+        #expect(report.discardedBytes == 40)
+        #expect(report.discardedRecords == 1)
+        #expect(report.description.contains("cut 40 bytes"))
+        #expect(try FSSupport.titles(in: recovered, model: model) == titles, "recovery lost a save")
+    }
+
     /// The last record torn at several points (in its header, its payload, pages into it):
     /// recovery cuts it, a save after recovery survives the next crash, and a clean close
     /// after it reopens strictly.

@@ -12,6 +12,8 @@ extension FileStore {
     struct Opened {
         var storeID: String
         var state: State
+        /// Set when the last session crashed (see ``FileStoreRecovery``).
+        var recovery: FileStoreRecovery?
     }
 
     static func openFiles(
@@ -64,6 +66,12 @@ extension FileStore {
             // must write and sync one before it removes -lock, so only a strict open may
             // skip that; otherwise a recovered store closes without a sync.
             if crashed || created { state.endsCleanly = false }
+            var recovery: FileStoreRecovery?
+            if crashed {
+                let kept = cut ?? size
+                let discarded = try cut.map { at throws(FileStoreError) in try state.image.withBytes { recordsBegun(in: $0, from: at) } } ?? 0
+                recovery = FileStoreRecovery(path: path, foundBytes: size, keptBytes: kept, discardedRecords: discarded)
+            }
             if let cut {
                 try io(path, "cutting off an unfinished record") {
                     try file.truncate(to: cut)
@@ -81,7 +89,7 @@ extension FileStore {
                 if cut == nil { try io(path, "syncing the recovered file") { try file.sync() } }
                 try io(path, "clearing the lock file") { try clearSyncedPrefix(in: lockFile) }
             }
-            return Opened(storeID: storeID, state: state)
+            return Opened(storeID: storeID, state: state, recovery: recovery)
         } catch {
             // A file this open created goes too: left as a header alone, without the close
             // record a clean close writes, every later open would refuse it as truncated (as

@@ -303,6 +303,10 @@ public final class FileStore: PersistentStore {
         self.indexedColumns = indexed
         let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
+        self.recovery = opened.recovery
+        // Once per open that recovered: a crash whose recovery cut something should not go
+        // unnoticed by whoever reads the process's log.
+        if let recovery = opened.recovery { Self.logRecovery(recovery) }
         self.metadata = [
             NSStoreTypeKey: NSFileStoreType,
             NSStoreUUIDKey: opened.storeID,
@@ -339,6 +343,14 @@ public final class FileStore: PersistentStore {
             if stores[key]?.store === self { stores[key] = nil }
             return true
         }
+    }
+
+    /// What this store's open recovered from, when the last process using the file ended
+    /// without closing it; `nil` after a clean close.
+    public let recovery: FileStoreRecovery?
+
+    private static func logRecovery(_ recovery: FileStoreRecovery) {
+        FileHandle.standardError.write(Data("[PersistenceKit] \(recovery)\n".utf8))
     }
 
     /// Number of compactions this store ran since it opened.
