@@ -219,6 +219,52 @@ print(
     "(a) inline bound (each job run inside enqueue; not a usable executor): \(f(rows[0].inlineBound)) ns,",
     "\(r(rows[0].inlineBound / rows[0].plain)) plain; ours \(r(rows[0].ours / rows[0].inlineBound)) of it")
 
+// (e) Liveness under long work: 8 queues each given one 100 ms CPU-bound block at once, and
+// the time until every block has started; private contexts beside serial DispatchQueues.
+// (Dispatch gives each serial queue a thread of its own; the pool alone would run two at a
+// time on two cores, the last starting after 300 ms.) Best of 3.
+
+/// Latest start of `count` blocks enqueued at once by `enqueue`, each spinning 100 ms, in ms.
+func lastStart(_ count: Int, _ enqueue: (@escaping @Sendable () -> Void) -> Void) -> Double {
+    let starts = StartTimes()
+    let done = DispatchGroup()
+    let t0 = DispatchTime.now().uptimeNanoseconds
+    for _ in 0..<count {
+        done.enter()
+        enqueue {
+            starts.add(DispatchTime.now().uptimeNanoseconds)
+            let end = DispatchTime.now().uptimeNanoseconds + 100_000_000
+            while DispatchTime.now().uptimeNanoseconds < end {}
+            done.leave()
+        }
+    }
+    done.wait()
+    return Double(starts.latest - t0) / 1e6
+}
+
+/// The blocks' start times, from any thread.
+final class StartTimes: @unchecked Sendable {
+    // @unchecked Sendable: `latest` is read and written under `lock`.
+    private let lock = NSLock()
+    private var value: UInt64 = 0
+    func add(_ t: UInt64) { lock.withLock { value = max(value, t) } }
+    var latest: UInt64 { lock.withLock { value } }
+}
+
+var oursLastStart = Double.infinity, serialLastStart = Double.infinity
+for _ in 0..<3 {
+    let contexts = (0..<8).map { _ in container.newBackgroundContext() }
+    var next = 0
+    oursLastStart = min(oursLastStart, lastStart(8) { block in contexts[next].perform(block); next += 1 })
+    let queues = (0..<8).map { DispatchQueue(label: "serial \($0)") }
+    var nextQueue = 0
+    serialLastStart = min(serialLastStart, lastStart(8) { block in queues[nextQueue].async(execute: block); nextQueue += 1 })
+}
+print(
+    String(
+        format: "(e) 8 queues × one 100 ms CPU block: every block started after %.1f ms (private contexts) vs %.1f ms (serial DispatchQueues): %.2fx",
+        oursLastStart, serialLastStart, oursLastStart / serialLastStart))
+
 if let path = ProcessInfo.processInfo.environment["PK_BENCH_JSON"] {
     /// One line of the table (ns per operation; null where a design does not apply).
     struct ResultLine: Encodable {

@@ -29,7 +29,9 @@ func currentThreadID() -> UInt {
 /// caller never needs a second thread to make progress. That is what keeps 64 concurrent
 /// `performAndWait` calls from the cooperative pool live on a 2-core machine, and what the
 /// model-actor executor builds on. (When a blocked caller finds a drain ahead of it that
-/// Dispatch has not started, it runs that drain on a new thread: see `waitForTurn`.)
+/// Dispatch has not started, it runs that drain on a rescue thread: see `waitForTurn`. So
+/// does `QueueWatch` for any drain Dispatch has not started within a few milliseconds, so
+/// that no queue waits behind other contexts' long work.)
 ///
 /// When an actor job on one private queue ends by hopping to an idle private queue, the
 /// thread that ran it drains the second queue next instead of going through Dispatch (see
@@ -73,6 +75,8 @@ final class ContextQueue: Sendable {
     /// item, or a waiting `sync` caller that found Dispatch too slow to start it (see
     /// `waitForTurn`). A work item that finds it cleared returns at once.
     private let drainPending = Atomic<Bool>(false)
+    /// The watcher's epoch when the pending drain was marked (see `QueueWatch`).
+    private let pendingEpoch = Atomic<UInt64>(0)
 
     /// Set when the context records a change it has not processed yet: after an actor's job
     /// the queue then runs the context's hook (see `setAfterJobOnce`), as a `perform` block
@@ -125,6 +129,7 @@ final class ContextQueue: Sendable {
     init(kind: Kind, label: String) {
         self.kind = kind
         self.label = label
+        if kind == .privateQueue { QueueWatch.shared.register(self) }
     }
 
     /// Whether the calling thread is running this queue's work right now.
@@ -253,7 +258,27 @@ final class ContextQueue: Sendable {
     /// anyone else would make a second drainer. Separate from `scheduleDrain` so that a test
     /// can stand for a Dispatch pool that never gets to the work item.
     func markDrainPending() {
-        drainPending.store(true, ordering: .releasing)
+        let watch = QueueWatch.shared
+        pendingEpoch.store(watch.epoch.load(ordering: .relaxed), ordering: .relaxed)
+        // Sequentially consistent, with the load below and the watcher's own pair (it parks,
+        // then looks once more): either this sees the watcher parked and wakes it, or the
+        // watcher's last look sees this drain pending. Acquire/release would allow both to
+        // miss, and a pending drain to wait for Dispatch alone.
+        drainPending.store(true, ordering: .sequentiallyConsistent)
+        if watch.isParked.load(ordering: .sequentiallyConsistent) { watch.wake() }
+    }
+
+    /// Whether a drain was handed to Dispatch and has not started (for `QueueWatch`).
+    var hasPendingDrain: Bool { drainPending.load(ordering: .relaxed) }
+
+    /// Called by the watcher at epoch `now`: a drain pending since two looks ago or earlier
+    /// (2–4 ms) is taken from Dispatch and run on a rescue thread.
+    func rescueIfStalled(now: UInt64) {
+        guard pendingEpoch.load(ordering: .relaxed) + 2 <= now, claimPendingDrain() else { return }
+        #if DEBUG
+        drainsWatched.add(1, ordering: .relaxed)
+        #endif
+        _ = startDrainOnRescueThread()
     }
 
     /// Takes the pending drain: true for exactly one caller per `markDrainPending`.
@@ -262,9 +287,11 @@ final class ContextQueue: Sendable {
     }
 
     #if DEBUG
-    /// The drains that waiting `sync` callers started on new threads (debug builds only),
+    /// The drains that waiting `sync` callers started on rescue threads (debug builds only),
     /// for tests.
     let drainsRescued = Atomic<Int>(0)
+    /// The drains the watcher started on rescue threads (debug builds only), for tests.
+    let drainsWatched = Atomic<Int>(0)
     /// Debug builds only, for tests: the rescue behaves as if no thread could be made.
     let failsToMakeThreads = Atomic<Bool>(false)
     #endif
@@ -302,7 +329,7 @@ final class ContextQueue: Sendable {
                 // When no thread can be made, this caller waits for Dispatch from then on, as
                 // it did before rescues: taking each new ticket again would queue a work item
                 // per check on a pool that has no thread for them.
-                mayRescue = startDrainOnNewThread()
+                mayRescue = startDrainOnRescueThread()
                 grace = Self.firstRescueGrace
             } else {
                 grace = min(grace * 2, Self.longestRescueGrace)
@@ -310,45 +337,21 @@ final class ContextQueue: Sendable {
         }
     }
 
-    /// Runs a drain whose ticket the caller took on a new thread; or, when no thread can be
-    /// made, hands it back to Dispatch with a new ticket and returns false.
-    ///
-    /// `pthread_create`, not `Thread.detachNewThread`: on Linux Foundation drops a failed
-    /// thread creation silently, and the drain, its ticket already taken, would be lost, so
-    /// the queue would hang for good (as it does with the address space capped).
-    private func startDrainOnNewThread() -> Bool {
+    /// Runs a drain whose ticket the caller took on a rescue thread (`RescueThreads`:
+    /// reused and capped); or, when no thread exists or can be made, hands it back to
+    /// Dispatch with a new ticket and returns false. A failed thread creation must not drop
+    /// the drain: its ticket is taken, and the queue would hang for good (as it does with the
+    /// address space capped).
+    private func startDrainOnRescueThread() -> Bool {
         #if DEBUG
         if failsToMakeThreads.load(ordering: .relaxed) {
             scheduleDrain()
             return false
         }
         #endif
-        let retained = Unmanaged.passRetained(self).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        // The start routine's parameter is optional on Linux only; it is `retained`, never nil.
-        #if canImport(Darwin)
-        var thread: pthread_t?
-        let result = pthread_create(&thread, &attributes, { ContextQueue.runRescuedDrain($0) }, retained)
-        #else
-        var thread = pthread_t()
-        let result = pthread_create(&thread, &attributes, { ContextQueue.runRescuedDrain($0!) }, retained)
-        #endif
-        guard result == 0 else {
-            Unmanaged<ContextQueue>.fromOpaque(retained).release()
-            scheduleDrain()
-            return false
-        }
-        return true
-    }
-
-    /// The body of a thread `startDrainOnNewThread` made: drains the queue it was handed
-    /// retained, and releases it.
-    private static func runRescuedDrain(_ retainedQueue: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
-        runDrains(startingWith: Unmanaged<ContextQueue>.fromOpaque(retainedQueue).takeRetainedValue())
-        return nil
+        if RescueThreads.shared.run(self) { return true }
+        scheduleDrain()
+        return false
     }
 
     /// Drains one global-pool thread runs in a row, per Dispatch work item, before it gives
@@ -362,7 +365,7 @@ final class ContextQueue: Sendable {
 
     /// Drains `first`, then the queues its jobs left to this thread (see `DrainScope`), up to
     /// `inlineDrainLimit` drains; the rest go back to Dispatch so the thread is returned.
-    private static func runDrains(startingWith first: ContextQueue) {
+    static func runDrains(startingWith first: ContextQueue) {
         var scope = DrainScope()
         withUnsafeMutablePointer(to: &scope) { scope in
             DrainScope.install(scope)
