@@ -6,7 +6,7 @@ import Testing
 /// contexts insert, save and fetch.
 @Suite("Persistent container set-up and loading") struct ContainerTests {
     @Test func savingWithNoStoreLoadedThrows() throws {
-        let container = try BITSupport.unloadedContainer()
+        let container = try MisuseSupport.unloadedContainer()
         #expect(container.persistentStoreCoordinator.persistentStores.isEmpty)
         let context = container.newBackgroundContext()
         context.performAndWait {
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func loadingAStoreTwiceReportsAlreadyAdded() async throws {
-        let container = try BITSupport.unloadedContainer()
+        let container = try MisuseSupport.unloadedContainer()
         let box = ErrorBox()
         container.loadPersistentStores { _, error in box.set(error) }
         #expect(box.get() == nil)
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func invalidModelInAContainerReportsTheErrorOnLoad() throws {
-        let container = NSPersistentContainer(name: "invalid", managedObjectModel: BITSupport.invalidModel())
+        let container = NSPersistentContainer(name: "invalid", managedObjectModel: MisuseSupport.invalidModel())
         container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
         let box = ErrorBox()
         container.loadPersistentStores { _, error in box.set(error) }

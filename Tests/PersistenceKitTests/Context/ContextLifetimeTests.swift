@@ -257,7 +257,7 @@ final class LTSpawner: NSManagedObject {
                 context.insert(node)
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("already holds another object with ID"), "stderr: \(text)")
     }
 }

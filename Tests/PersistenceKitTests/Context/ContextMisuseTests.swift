@@ -20,7 +20,7 @@ import PersistenceKit
                 _ = reader.object(with: id)
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("object(with:"), "stderr: \(text)")
         #expect(text.contains("another coordinator"), "stderr: \(text)")
     }
@@ -35,7 +35,7 @@ import PersistenceKit
                 _ = second.object(with: id)
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("temporary"), "stderr: \(text)")
     }
 
@@ -47,7 +47,7 @@ import PersistenceKit
                 _ = NSEntityDescription.insertNewObject(forEntityName: "Magazine", into: context)
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Magazine"), "stderr: \(text)")
     }
 
@@ -74,8 +74,8 @@ import PersistenceKit
     @Test func existingObjectFromAnotherCoordinatorWithTheSameModelThrows() throws {
         // Two coordinators sharing one model instance: the store identifier tells them apart.
         let model = try Fixtures.model()
-        let first = try BITSupport.container(model: model, name: "first")
-        let second = try BITSupport.container(model: model, name: "second")
+        let first = try OTSupport.container(model: model, name: "first")
+        let second = try OTSupport.container(model: model, name: "second")
         let writer = first.newBackgroundContext()
         let id: NSManagedObjectID = try writer.performAndWait {
             let book = Book(context: writer)
@@ -132,7 +132,7 @@ import PersistenceKit
                 a.performAndWait { b.delete(book) }
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("delete"), "stderr: \(text)")
         #expect(text.contains("Book"), "stderr: \(text)")
     }

@@ -58,7 +58,7 @@ final class ValidatedBook: NSManagedObject {
                 _ = fault?.title
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("could not fulfill the fault"), "stderr: \(text)")
         #expect(text.contains("Book"), "stderr: \(text)")
         #expect(text.contains("shouldDeleteInaccessibleFaults"), "stderr: \(text)")
@@ -248,7 +248,7 @@ final class ValidatedBook: NSManagedObject {
     /// relationship) is discarded by the next save, not dropped from `deletedObjects` while it
     /// stays registered and `isDeleted`.
     @Test func aFaultFoundInaccessibleDuringValidationIsDiscardedByTheNextSave() async throws {
-        let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [ValidatingShelf.self, ValidatedBook.self]))
+        let container = try OTSupport.container(model: NSManagedObjectModel(managedObjectClasses: [ValidatingShelf.self, ValidatedBook.self]))
         let seeder = container.newBackgroundContext()
         let (shelfID, goneID) = try seeder.performAndWait {
             let shelf = ValidatingShelf(context: seeder)

@@ -29,7 +29,7 @@ final class NoteFolder: NSManagedObject {
     /// 50 notes titled "<prefix>-0" … "<prefix>-49", rank = index, every tenth in a folder
     /// named "<prefix>-folder"; the context is reset afterwards.
     private static func seed(_ prefix: String) throws -> NSManagedObjectContext {
-        let container = try BITSupport.container(
+        let container = try OTSupport.container(
             model: NSManagedObjectModel(managedObjectClasses: [AwakeCountingNote.self, NoteFolder.self]), name: prefix)
         let context = container.newBackgroundContext()
         try context.performAndWait {

@@ -173,7 +173,7 @@ final class GatedCommitStore: ForwardingStore {
     /// fault again with willTurnIntoFault/didTurnIntoFault, not by setting the flag only, so
     /// touching it runs awakeFromFetch() a second time with the fault hooks in between.
     @Test func objectsReturnedWithoutValuesPairAwakeFromFetchWithTheFaultHooks() throws {
-        let container = try BITSupport.container(model: NSManagedObjectModel(managedObjectClasses: [HookCountingBook.self]))
+        let container = try OTSupport.container(model: NSManagedObjectModel(managedObjectClasses: [HookCountingBook.self]))
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let made = ["alpha", "omega"].map { title in

@@ -105,7 +105,7 @@ final class EntityLookupByName: NSManagedObject {}
             let book = container.managedObjectModel.entitiesByName["Book"]
             book?.attributesByName["title"]?.isIndexed = true
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book.title"), "stderr: \(text)")
     }
 

@@ -66,7 +66,7 @@ enum MTSecondScope {
     }
 
     @Test func invalidModelAddedToACoordinatorFails() throws {
-        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: BITSupport.invalidModel())
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: MisuseSupport.invalidModel())
         let error = #expect(throws: CoreDataError.self) {
             try coordinator.addPersistentStore(type: NSInMemoryStoreType, at: nil)
         }
@@ -78,7 +78,7 @@ enum MTSecondScope {
         #expect(error?.description.contains("Thing.blob") == true)
         #expect(coordinator.persistentStores.isEmpty)
 
-        let model = BITSupport.invalidModel()
+        let model = MisuseSupport.invalidModel()
         let direct = #expect(throws: CoreDataError.self) {
             try NSPersistentStoreCoordinator(managedObjectModel: model).addPersistentStore(InMemoryStore(model: model))
         }

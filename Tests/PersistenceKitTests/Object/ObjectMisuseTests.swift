@@ -16,7 +16,7 @@ import PersistenceKit
                 book.setValue("many", forKey: "pages")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book.pages"), "stderr: \(text)")
         #expect(text.contains("String"), "stderr: \(text)")
     }
@@ -31,7 +31,7 @@ import PersistenceKit
                 book.setValue(author, forKey: "shelf")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book.shelf") || text.contains("'shelf'"), "stderr: \(text)")
         #expect(text.contains("Shelf"), "stderr: \(text)")
         #expect(text.contains("Author"), "stderr: \(text)")
@@ -46,7 +46,7 @@ import PersistenceKit
                 _ = shelf.value(forKeyPath: "books.title")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("books.title"), "stderr: \(text)")
         #expect(text.contains("'books' of entity 'Shelf' is not a to-one relationship"), "stderr: \(text)")
     }
@@ -60,7 +60,7 @@ import PersistenceKit
                 _ = book.value(forKey: "isbn")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("isbn"), "stderr: \(text)")
         #expect(text.contains("Book"), "stderr: \(text)")
     }
@@ -74,7 +74,7 @@ import PersistenceKit
                 shelf.setValue("x", forKey: "colour")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("colour"), "stderr: \(text)")
         #expect(text.contains("Shelf"), "stderr: \(text)")
     }
@@ -92,7 +92,7 @@ import PersistenceKit
                 _ = book.title
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book"), "stderr: \(text)")
         #expect(text.contains("title"), "stderr: \(text)")
     }
@@ -108,7 +108,7 @@ import PersistenceKit
                 a.performAndWait { book.shelf = shelf }
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("shelf"), "stderr: \(text)")
         #expect(text.contains("context"), "stderr: \(text)")
     }
@@ -122,7 +122,7 @@ import PersistenceKit
                 _ = book.mutableSetValue(forKey: "shelf").count
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Book.shelf"), "stderr: \(text)")
         #expect(text.contains("to-many"), "stderr: \(text)")
     }
@@ -136,7 +136,7 @@ import PersistenceKit
                 _ = book.$shelf.count
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("shelf"), "stderr: \(text)")
         #expect(text.contains("to-many"), "stderr: \(text)")
     }
@@ -153,7 +153,7 @@ import PersistenceKit
                 _ = shelf.value(forKey: "name")
             }
         }
-        let text = BITSupport.stderr(result)
+        let text = MisuseSupport.stderr(result)
         #expect(text.contains("Shelf"), "stderr: \(text)")
         #expect(text.contains("name"), "stderr: \(text)")
     }

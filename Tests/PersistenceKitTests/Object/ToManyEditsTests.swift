@@ -215,7 +215,7 @@ final class TMEItem: NSManagedObject {
         let folder = try TemporaryFolder()
         let model = try NSManagedObjectModel(managedObjectClasses: [TMEBin.self, TMEItem.self])
         let container =
-            onFile ? try FSSupport.container(at: folder.storeURL, model: model) : try BITSupport.container(model: model)
+            onFile ? try FSSupport.container(at: folder.storeURL, model: model) : try OTSupport.container(model: model)
         defer { try? FSSupport.close(container) }
         let context = container.newBackgroundContext()
         let binID = try context.performAndWait {

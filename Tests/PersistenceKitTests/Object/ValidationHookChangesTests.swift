@@ -68,7 +68,7 @@ final class VHDeleter: NSManagedObject {
         -> NSPersistentContainer
     {
         let model = try NSManagedObjectModel(managedObjectClasses: classes)
-        return onFile ? try FSSupport.container(at: folder.storeURL, model: model) : try BITSupport.container(model: model)
+        return onFile ? try FSSupport.container(at: folder.storeURL, model: model) : try OTSupport.container(model: model)
     }
 
     /// A hook changes an unchanged object (an attribute and a to-many): this save writes it,

@@ -73,7 +73,7 @@ private struct Problem: Hashable, Sendable {
     // MARK: validateValue(_:forKey:)
 
     @Test func validateValueThrowsTypedErrors() throws {
-        let container = try BITSupport.container(
+        let container = try OTSupport.container(
             model: try NSManagedObjectModel(managedObjectClasses: [BITSmall.self, Shelf.self, Book.self, Author.self, Cover.self]))
         let context = container.newBackgroundContext()
         try context.performAndWait {
@@ -148,7 +148,7 @@ private struct Problem: Hashable, Sendable {
     }
 
     @Test func savingMissingRequiredValuesReportsEveryErrorAndKeepsChanges() throws {
-        let container = try BITSupport.container(model: try NSManagedObjectModel(managedObjectClasses: [BITSmall.self]))
+        let container = try OTSupport.container(model: try NSManagedObjectModel(managedObjectClasses: [BITSmall.self]))
         let context = container.newBackgroundContext()
         context.performAndWait {
             let one = BITSmall(context: context)
