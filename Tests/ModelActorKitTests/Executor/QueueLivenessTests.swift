@@ -79,7 +79,9 @@ actor HoppingInserter: NSModelActor {
         queue.markDrainPending()  // handed to Dispatch, which never starts it
         let seenByCaller = context.performAndWait { ranAhead.count }
         #expect(seenByCaller == 1)
-        #expect(queue.drainsRescued.load(ordering: .relaxed) == 1)
+        // The caller's rescue or, when the caller was held up past the watcher's bound (a
+        // loaded machine), the watcher's: one drain, started off Dispatch either way.
+        #expect(queue.drainsRescued.load(ordering: .relaxed) + queue.drainsWatched.load(ordering: .relaxed) == 1)
     }
 
     /// The same, when no thread can be made: the drain goes back to Dispatch with a new
@@ -95,7 +97,10 @@ actor HoppingInserter: NSModelActor {
         queue.markDrainPending()  // handed to Dispatch, which never starts this one
         let seenByCaller = context.performAndWait { ranAhead.count }
         #expect(seenByCaller == 1)
-        #expect(queue.drainsRescued.load(ordering: .relaxed) == 1)
+        // The caller tries once and then leaves the drain to Dispatch; the watcher may have
+        // tried too (each failed try hands the drain back with a new ticket).
+        #expect(queue.drainsRescued.load(ordering: .relaxed) <= 1)
+        #expect(queue.drainsRescued.load(ordering: .relaxed) + queue.drainsWatched.load(ordering: .relaxed) >= 1)
     }
 
     /// X's job on context A inserts, then calls Y on idle context B: B's drain is left to X's

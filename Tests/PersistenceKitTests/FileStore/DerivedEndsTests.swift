@@ -305,7 +305,8 @@ extension DerivedEndsTests {
 extension DerivedEndsTests {
     /// The rows of a store file as a build that reads the stored values as they are (one
     /// that knows only versions 1 and 2) sees them: the records replayed, no list derived.
-    static func rawRows(_ url: URL) throws -> [StoreRowID: StoreRow] {
+    static func rawRows(_ url: URL, model: NSManagedObjectModel) throws -> [StoreRowID: StoreRow] {
+        let shapes = RowShapes(model: model)
         let bytes = try FSSupport.bytes(url)
         var rows: [StoreRowID: StoreRow] = [:]
         try bytes.withUnsafeBytes { buf in
@@ -326,7 +327,7 @@ extension DerivedEndsTests {
                     if op == FileStoreFormat.Op.put.rawValue {
                         let n = Int(try r.u32())
                         var v = ByteReader(buf, range: r.position..<(r.position + n), path: "raw")
-                        rows[id] = StoreRow(id: id, version: version, values: try FileStoreFormat.decodeValues(&v))
+                        rows[id] = StoreRow(id: id, version: version, values: try FileStoreFormat.decodeValues(&v, shape: shapes.shape(entity)))
                         try r.skip(n)
                     } else {
                         rows[id] = nil
@@ -364,7 +365,7 @@ extension DerivedEndsTests {
         }
         try file.close()
         #expect(FSSupport.u32(try FSSupport.bytes(url), at: 8) == 2)
-        let raw = try Self.rawRows(url)
+        let raw = try Self.rawRows(url, model: model)
         let expected = try FSSupport.allRows(memory, model)
         let differing = expected.keys.filter { raw[$0] != expected[$0] }.sorted()
         #expect(differing.isEmpty, "seed \(seed): \(differing.prefix(3).map { "\($0): stored \(String(describing: raw[$0]?.values)) memory \(String(describing: expected[$0]?.values))" })")

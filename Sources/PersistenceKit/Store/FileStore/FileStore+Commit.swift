@@ -74,14 +74,22 @@ extension FileStore {
                         + "holds. Nothing of the save was written.")
             }
         }
-        // The format counts a row's values in 16 bits (unchecked, a longer row traps in
-        // encoding). A context's rows hold one value per property.
+        // A row holds at most one value per property, each of a kind its property allows:
+        // applying and decoding report anything else as damage (see RowShapes), so a row that
+        // does not fit, written, could never be read again. A context's rows always fit.
         func checkValues(_ row: StoreRow) throws(FileStoreError) {
-            guard row.values.count <= Int(UInt16.max) else {
+            let shape = rowShapes.shape(row.id.entity)
+            guard row.values.count <= shape.count else {
                 throw FileStoreError(
                     .limitExceeded, path: path,
-                    "row \(row.id.primaryKey) of entity \(row.id.entity) has \(row.values.count) values; the format holds at "
-                        + "most \(UInt16.max) per row. Nothing of the save was written.")
+                    "row \(row.id.primaryKey) of entity \(row.id.entity) has \(row.values.count) values where the entity has "
+                        + "\(shape.count) properties. Nothing of the save was written.")
+            }
+            for (i, value) in row.values.enumerated() where !shape[i].admits(value) {
+                throw FileStoreError(
+                    .limitExceeded, path: path,
+                    "row \(row.id.primaryKey) of entity \(row.id.entity) has \(value) as value \(i), which its property cannot "
+                        + "hold. Nothing of the save was written.")
             }
         }
         for row in transaction.inserts {
@@ -93,6 +101,40 @@ extension FileStore {
             try checkValues(row)
         }
         for d in transaction.deletes { try check(d.id, version: d.expectedVersion) }
+        try checkDistinct(transaction)
+    }
+
+    /// Refuses a transaction that names one row twice (two inserts, an insert and an update,
+    /// an update and a delete): applying its record would report the repeat as damage.
+    private func checkDistinct(_ transaction: StoreTransaction) throws(FileStoreError) {
+        func twice(_ id: StoreRowID) -> FileStoreError {
+            FileStoreError(
+                .limitExceeded, path: path,
+                "row \(id.primaryKey) of entity \(id.entity) appears twice in one save. Nothing of the save was written.")
+        }
+        var changed = Set<StoreRowID>(minimumCapacity: transaction.updates.count + transaction.deletes.count)
+        for row in transaction.updates { guard changed.insert(row.id).inserted else { throw twice(row.id) } }
+        for d in transaction.deletes { guard changed.insert(d.id).inserted else { throw twice(d.id) } }
+        // A context sends inserts in runs of one entity with ascending keys, one run per
+        // entity: such a list is distinct without a set of 100,000 IDs. Any other order is
+        // checked against one.
+        var entities: [Int32] = []
+        var last = StoreRowID(entity: -1, primaryKey: 0)
+        var ordered = true
+        for row in transaction.inserts {
+            if !changed.isEmpty, changed.contains(row.id) { throw twice(row.id) }
+            if row.id.entity == last.entity {
+                ordered = ordered && row.id.primaryKey > last.primaryKey
+            } else if entities.contains(row.id.entity) {
+                ordered = false
+            } else {
+                entities.append(row.id.entity)
+            }
+            last = row.id
+        }
+        guard !ordered else { return }
+        var inserted = Set<StoreRowID>(minimumCapacity: transaction.inserts.count)
+        for row in transaction.inserts { guard inserted.insert(row.id).inserted else { throw twice(row.id) } }
     }
 
     func checkEntity(_ entity: Int32, _ what: String) throws(FileStoreError) {

@@ -64,7 +64,7 @@ extension FileStore {
                     // of that row included.
                     if strips {
                         var r = ByteReader(buf, range: range, path: path)
-                        if let decoded = try? FileStoreFormat.decodeValues(&r) {
+                        if let decoded = try? FileStoreFormat.decodeValues(&r, shape: rowShapes.shape(e)) {
                             let lengthAt = w.count
                             w.u32(0)
                             FileStoreFormat.encode(derivedLayout.stripped(decoded, of: e), into: &w)
@@ -108,7 +108,7 @@ extension FileStore {
                     "compaction wrote a new file that does not read back as written (at byte \(cut) of the new file): "
                         + "the disk lost or damaged the write. The store carries on with its old file, which holds every save.")
             }
-            try Self.applyAll(&fresh, path: path, model: model, indexedColumns: indexedColumns)
+            try Self.applyAll(&fresh, path: path, shapes: rowShapes, indexedColumns: indexedColumns)
             // The synced prefix `-lock` records is an offset in the old file: forgotten before
             // the new file takes its place (the next save records the new file's).
             if s.syncedPrefixOnDisk, let lock = s.lock {

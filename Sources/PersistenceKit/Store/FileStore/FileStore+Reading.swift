@@ -9,7 +9,7 @@ extension FileStore {
         try prepareDerivedEnds(of: id.entity, in: &s)
         var values = try s.image.withBytes { buf throws(FileStoreError) -> [StoreValue] in
             var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
-            return try FileStoreFormat.decodeValues(&r)
+            return try FileStoreFormat.decodeValues(&r, shape: rowShapes.shape(id.entity))
         }
         s.derived.fill(&values, of: id, derivedLayout)
         return StoreRow(id: id, version: ref.version, values: values)
@@ -51,6 +51,7 @@ extension FileStore {
         try state.withLock { s throws(FileStoreError) -> [StoreRow] in
             try prepare(&s)
             var result: [StoreRow] = []
+            let shape = rowShapes.shape(entity)
             // Room for every candidate row at once (what the index gave, or the whole table):
             // grown by doubling instead, the array was copied nine times for a scan keeping
             // 25,000 of 100,000 rows, each copy into fresh pages (measured with callgrind:
@@ -60,7 +61,7 @@ extension FileStore {
             guard !derivedLayout.derivedColumns(entity).isEmpty else {
                 try forEachMatch(entity: entity, filter: filter, in: &s, reserve: { result.reserveCapacity($0) }) { pk, ref, r throws(FileStoreError) in
                     result.append(
-                        StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r)))
+                        StoreRow(id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version, values: try FileStoreFormat.decodeValues(&r, shape: shape)))
                 }
                 return result
             }
@@ -73,7 +74,7 @@ extension FileStore {
             let (encoded, onLists) = splitDerivedConditions(filter, entity: entity)
             try forEachMatch(entity: entity, filter: encoded, in: &s, reserve: { result.reserveCapacity($0) }) { pk, ref, r throws(FileStoreError) in
                 let id = StoreRowID(entity: entity, primaryKey: pk)
-                var values = try FileStoreFormat.decodeValues(&r)
+                var values = try FileStoreFormat.decodeValues(&r, shape: shape)
                 derived.fill(&values, of: id, layout)
                 guard onLists.allSatisfy({ $0.matches(value: values[$0.property]) }) else { return }
                 result.append(StoreRow(id: id, version: ref.version, values: values))

@@ -379,10 +379,10 @@ extension FileStore {
     /// the same damage.
     func materialize(_ s: inout State) throws(FileStoreError) {
         guard !s.unapplied.isEmpty else { return }
-        try Self.applyAll(&s, path: path, model: model, indexedColumns: indexedColumns)
+        try Self.applyAll(&s, path: path, shapes: rowShapes, indexedColumns: indexedColumns)
     }
 
-    static func applyAll(_ s: inout State, path: String, model: NSManagedObjectModel, indexedColumns: [Int32: [Int]]) throws(FileStoreError) {
+    static func applyAll(_ s: inout State, path: String, shapes: RowShapes, indexedColumns: [Int32: [Int]]) throws(FileStoreError) {
         assert(s.tables.isEmpty, "tables are built from the file once, before any other change")
         let image = s.image
         let payloads = s.unapplied
@@ -393,7 +393,7 @@ extension FileStore {
             try image.withBytes { buf throws(FileStoreError) in
                 for payload in payloads {
                     if unverified { try checkRecord(buf, payload: payload, version: version, path: path) }
-                    try apply(buf, payload: payload, to: &s, path: path, model: model, indexedColumns: indexedColumns)
+                    try apply(buf, payload: payload, to: &s, path: path, shapes: shapes, indexedColumns: indexedColumns)
                 }
             }
         } catch {
@@ -427,19 +427,33 @@ extension FileStore {
     }
 
     /// Applies one transaction or checkpoint payload to the tables.
+    ///
+    /// Reports as `corrupt`, at the entry's offset, what no save or compaction writes: an
+    /// entity index the model does not have, an entity listed twice among the keys, a key or
+    /// version out of range, a row with more values than its entity has properties or a key
+    /// past its entity's next key (a row moved to another entity), and a row put twice or
+    /// put and deleted in one record.
     static func apply(
-        _ buf: UnsafeRawBufferPointer, payload: Range<Int>, to s: inout State, path: String, model: NSManagedObjectModel,
+        _ buf: UnsafeRawBufferPointer, payload: Range<Int>, to s: inout State, path: String, shapes: RowShapes,
         indexedColumns: [Int32: [Int]]
     ) throws(FileStoreError) {
         var r = ByteReader(buf, range: payload, path: path)
-        let entityCount = Int32(model.entities.count)
+        let entityCount = shapes.entityCount
         let keyCount = Int(try r.u16())
         var nextKeys: [(entity: Int32, next: Int64)] = []
+        // Damage is reported at the start of the entry that holds it.
+        // (Not through `r`: a local function that captures the reader makes every read of it
+        // go through a box.)
+        let fileOffset = r.fileOffset
+        var entryAt = r.position
+        func bad(_ why: String) -> FileStoreError { FileStoreError(.corrupt, path: path, offset: fileOffset + entryAt, why) }
         for _ in 0..<keyCount {
+            entryAt = r.position
             let entity = try r.i32()
             let next = try r.i64()
-            guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
-            guard next >= 1, next <= maxPrimaryKey else { throw r.corrupt("next primary key \(next) is out of range") }
+            guard entity >= 0, entity < entityCount else { throw bad("entity index \(entity) is out of range") }
+            guard next >= 1, next <= maxPrimaryKey else { throw bad("next primary key \(next) is out of range") }
+            guard !nextKeys.contains(where: { $0.entity == entity }) else { throw bad("entity \(entity) is listed twice among the keys") }
             nextKeys.append((entity, next))
         }
         let entries = Int(try r.u32())
@@ -467,16 +481,25 @@ extension FileStore {
             s.liveBytes += liveDelta
         }
         for _ in 0..<entries {
+            entryAt = r.position
             // The 21-byte entry header in one bounds check (reopening runs this for every row).
             let (opByte, entity, pk, version) = try r.entryHeader()
-            guard entity >= 0, entity < entityCount else { throw r.corrupt("entity index \(entity) is out of range") }
-            guard pk >= 1, pk < maxPrimaryKey else { throw r.corrupt("primary key \(pk) is out of range") }
-            guard version >= 0, version < Int64.max / 2 else { throw r.corrupt("row version \(version) is out of range") }
+            guard entity >= 0, entity < entityCount else { throw bad("entity index \(entity) is out of range") }
+            guard pk >= 1, pk < maxPrimaryKey else { throw bad("primary key \(pk) is out of range") }
+            guard version >= 0, version < Int64.max / 2 else { throw bad("row version \(version) is out of range") }
             switch FileStoreFormat.Op(rawValue: opByte) {
             case .put:
                 let length = Int(try r.u32())
                 let start = r.position
                 try r.skip(length)  // a huge length fails here: `need` rejects it
+                // The value count only (reopening runs this for every row): the kinds are
+                // checked when the row is decoded.
+                guard length >= 2 else { throw bad("row \(pk) of entity \(entity) is too short to hold its value count") }
+                let values = Int(buf[start]) | Int(buf[start + 1]) << 8
+                guard values <= shapes.valueCounts[Int(entity)] else {
+                    throw bad(
+                        "row \(pk) of entity \(entity) holds \(values) values where the entity has \(shapes.valueCounts[Int(entity)]) properties")
+                }
                 let ref = RowRef(offset: start, length: length, version: version)
                 if entity != currentEntity {
                     flush()
@@ -486,16 +509,24 @@ extension FileStore {
                 // Tables are only built here from a fresh state (`applyAll`), so none has live
                 // indexes yet; a save keeps its indexes current in its own loop (Commit).
                 assert(!current.indexesReady, "replay builds tables whose indexes come on first use")
-                if let old = current.rows.updateValue(ref, forKey: pk) { liveDelta -= liveSize(old) }
-                if pk >= current.nextKey { current.nextKey = pk + 1 }
+                if let old = current.rows.updateValue(ref, forKey: pk) {
+                    guard old.offset < payload.lowerBound else { throw bad("row \(pk) of entity \(entity) is written twice in one record") }
+                    liveDelta -= liveSize(old)
+                }
+                // Every key a row holds was handed out first, by a key entry of this record or
+                // an earlier one: a row past its entity's next key was never written there.
+                guard pk < current.nextKey else { throw bad("row \(pk) of entity \(entity) is past the entity's next key \(current.nextKey)") }
                 liveDelta += liveSize(ref)
             case .delete:
                 flush()
+                if let old = s.tables[entity]?.rows[pk], old.offset >= payload.lowerBound {
+                    throw bad("row \(pk) of entity \(entity) is written and deleted in one record")
+                }
                 // Replay builds tables from a fresh state: the derived ends' lists come later.
                 assert(!s.derived.isReady, "replay runs before the derived ends' lists are built")
                 removeRow(entity: entity, pk: pk, in: &s, buf: buf, path: path, indexedColumns: indexedColumns)
             case nil:
-                throw r.corrupt("unknown row operation \(opByte)")
+                throw bad("unknown row operation \(opByte)")
             }
         }
     }

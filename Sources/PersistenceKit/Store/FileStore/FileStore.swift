@@ -90,6 +90,9 @@ public final class FileStore: PersistentStore {
     let links: LinkKeeper
     /// The derived to-many columns, which the store fills in from the owning ends.
     let derivedLayout: DerivedEnds.Layout
+    /// What each entity's stored rows can hold, checked when records are applied and rows
+    /// decoded.
+    let rowShapes: RowShapes
     let state: Lock<State>
 
     /// Where a row's encoded values are in the image, and its version.
@@ -293,6 +296,7 @@ public final class FileStore: PersistentStore {
         model.seal()
         self.links = LinkKeeper(model: model)
         self.derivedLayout = DerivedEnds.Layout(model: model, links: links)
+        self.rowShapes = RowShapes(model: model)
         for e in model.entities {
             let columns = e.properties.enumerated().compactMap { i, p -> Int? in
                 guard let a = p as? NSAttributeDescription, a.isIndexed, !a.isTransient else { return nil }

@@ -25,8 +25,9 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         /// The store was closed.
         case closed
         /// A save or a request for keys asks for more than the format holds: a record over
-        /// 2 GiB, primary keys past 2⁶², or an entity index the model does not have. Nothing
-        /// was written.
+        /// 2 GiB, primary keys past 2⁶², an entity index the model does not have, or a row
+        /// the file could not read back (more values than its entity has properties, a value
+        /// of a kind its property does not hold, one row twice in a save). Nothing was written.
         case limitExceeded
         /// The store is open in this process, so it cannot be destroyed (see
         /// ``FileStore/destroy(at:)``).
