@@ -119,9 +119,9 @@ extension NSManagedObjectContext {
         }
     }
 
-    /// Marks an object for deletion at the next save. Delete rules run when pending
-    /// changes are processed (at the end of the perform block, before a fetch or save, or
-    /// when you call `processPendingChanges()`).
+    /// Marks an object for deletion at the next save and calls its `prepareForDeletion()`
+    /// before returning. Delete rules run when pending changes are processed (at the end of
+    /// the perform block, before a fetch or save, or when you call `processPendingChanges()`).
     ///
     /// Traps when the object is not registered in this context.
     public func delete(_ object: NSManagedObject) {
@@ -148,6 +148,11 @@ extension NSManagedObjectContext {
         unprocessed.deleted.insert(object)
         unprocessed.updated.remove(object)
         noteChangesPending()
+        // Here, as Core Data does, not when the deletion is processed: code after `delete(_:)`
+        // (and tests written against Core Data) expects it to have run. Once per deletion:
+        // delete rules that run again after a merge or refresh do not call it again. Objects
+        // a cascade deletes get it when the cascade reaches them.
+        object.prepareForDeletion()
     }
 
     /// Called by objects whenever one of their values changes.
@@ -282,7 +287,6 @@ extension NSManagedObjectContext {
     private func applyDeleteRules(to object: NSManagedObject, caughtUp: inout Set<ObjectIdentifier>) {
         // A deletion merged from elsewhere may have invalidated it meanwhile.
         guard !object.flags.contains(.invalidated), object.flags.contains(.deleted) else { return }
-        if deleteRulesRerun.remove(ObjectIdentifier(object)) == nil { object.prepareForDeletion() }
         for case let r as NSRelationshipDescription in object.entity.properties {
             guard let inverse = r.inverseRelationship else { continue }
             let targets: [NSManagedObject] =

@@ -139,10 +139,9 @@ extension NSManagedObjectContext {
                 rebase(o, onto: row)
             }
             // Deleted here, changed there: the merged row may link objects the delete rules
-            // never saw, so they run again (without a second `prepareForDeletion()`), or the
-            // save deletes the row and leaves the new links dangling.
+            // never saw, so they run again (`prepareForDeletion()` ran once, in `delete(_:)`),
+            // or the save deletes the row and leaves the new links dangling.
             if o.flags.contains(.deleted) {
-                deleteRulesRerun.insert(ObjectIdentifier(o))
                 pendingDeletes.append(o)
             }
             // A fault takes the new values silently: Core Data announces merged updates only

@@ -53,7 +53,6 @@ extension NSManagedObjectContext {
                     // The current row may link objects the delete rules never saw: they run
                     // again at the next processing, as after a merge; otherwise a book put on
                     // the shelf meanwhile survives the shelf's cascade, without a shelf.
-                    deleteRulesRerun.insert(ObjectIdentifier(object))
                     pendingDeletes.append(object)
                 }
                 return
@@ -153,7 +152,6 @@ extension NSManagedObjectContext {
         inaccessibleObjects = []
         rebasedWhileChanged = [:]
         pendingDeletes = []
-        deleteRulesRerun = []
         clearUnprocessed()
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInvalidatedObjectsKey] = inserted }
@@ -180,7 +178,6 @@ extension NSManagedObjectContext {
         deletedSet = []
         inaccessibleObjects = []
         pendingDeletes = []
-        deleteRulesRerun = []
         clearUnprocessed()
         post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSInvalidatedAllObjectsKey: ids])
     }

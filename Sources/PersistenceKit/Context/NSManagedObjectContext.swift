@@ -101,9 +101,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
     /// Deletions whose delete rules have not been applied yet.
     @exclusivity(unchecked) var pendingDeletes: [NSManagedObject] = []
-    /// Pending deletions whose delete rules run again because a merge changed their links;
-    /// `prepareForDeletion()` already ran for them.
-    @exclusivity(unchecked) var deleteRulesRerun: Set<ObjectIdentifier> = []
     /// Changes not yet announced by an objects-did-change notification.
     @exclusivity(unchecked) var unprocessed = PendingChanges()
     /// While a fetch judges rows: its row stand-ins by key, which the context adopts (see

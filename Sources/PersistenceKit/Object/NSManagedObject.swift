@@ -474,8 +474,10 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// Called on every inserted, updated or deleted object after its save reached the store.
     open func didSave() {}
 
-    /// Called when the object is about to be deleted (when the context processes the
-    /// deletion), before delete rules are applied to its relationships.
+    /// Called once when the object is deleted: inside `delete(_:)`, before it returns (for an
+    /// object a cascade deletes, when the context processes pending changes and the cascade
+    /// reaches it); before delete rules are applied to its relationships, which still hold
+    /// their values here.
     open func prepareForDeletion() {}
 
     /// Called before the object's values are dropped to turn it into a fault.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PersistenceKit
+import TestSupport
 
 /// Attributes only: an object made outside a context holds no values until written or
 /// inserted (`ValueStorage.defaults`).
@@ -36,6 +37,28 @@ final class OTHooked: NSManagedObject {
     override func prepareForDeletion() {
         super.prepareForDeletion()
         calls.append("prepareForDeletion")
+    }
+}
+
+/// A folder whose files go with it; both record their `prepareForDeletion()` calls.
+final class OTFolder: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "folder", deleteRule: .cascadeDeleteRule) var files: Set<OTFile>
+    var prepared: [String] = []
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        // Relationships still hold their values here: delete rules have not run.
+        prepared.append("folder with \(files.count) files")
+    }
+}
+
+final class OTFile: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "files") var folder: OTFolder?
+    var prepared: [String] = []
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        prepared.append("file in \(folder?.name ?? "nothing")")
     }
 }
 
@@ -169,10 +192,62 @@ final class OTHooked: NSManagedObject {
             #expect(fetched.calls == ["awakeFromFetch"], "awakeFromFetch runs once per fault firing")
 
             other.delete(fetched)
+            #expect(fetched.calls == ["awakeFromFetch", "prepareForDeletion"], "inside delete(_:), as Core Data")
             other.processPendingChanges()
             #expect(fetched.calls == ["awakeFromFetch", "prepareForDeletion"])
             try other.save()
             #expect(fetched.calls == ["awakeFromFetch", "prepareForDeletion", "willSave", "didSave"])
+        }
+    }
+
+    /// `prepareForDeletion()` runs inside `delete(_:)`, with the relationships intact; a
+    /// cascade's objects get it when the cascade reaches them (processing pending changes);
+    /// delete rules that run again after a merge do not call it a second time.
+    @Test func prepareForDeletionRunsInsideDeleteAndOnceForCascades() throws {
+        let container = try OTSupport.container([OTFolder.self, OTFile.self])
+        let context = container.newBackgroundContext()
+        let folderID = try context.performAndWait {
+            let folder = OTFolder(context: context)
+            folder.name = "Docs"
+            for n in ["a", "b"] {
+                let file = OTFile(context: context)
+                file.name = n
+                file.folder = folder
+            }
+            try context.save()
+            return folder.objectID
+        }
+        let other = container.newBackgroundContext()
+        let saved = TestMutex<Notification?>(nil)
+        let token = NotificationCenter.default.addObserver(forName: .NSManagedObjectContextDidSave, object: context, queue: nil) { n in
+            saved.withLock { $0 = n }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try other.performAndWait {
+            let folder = try #require(try other.existingObject(with: folderID) as? OTFolder)
+            let files = folder.files
+            other.delete(folder)
+            #expect(folder.prepared == ["folder with 2 files"])
+            #expect(files.allSatisfy { $0.prepared.isEmpty }, "the cascade has not run yet")
+            other.processPendingChanges()
+            #expect(files.allSatisfy { $0.prepared == ["file in Docs"] })
+            // A third file added elsewhere and merged: the folder's delete rules run again
+            // and reach it, without a second call on the folder.
+            try context.performAndWait {
+                let added = OTFile(context: context)
+                added.name = "c"
+                added.folder = try #require(try context.existingObject(with: folderID) as? OTFolder)
+                try context.save()
+            }
+            other.mergeChanges(fromContextDidSave: try #require(saved.withLock { $0 }))
+            try other.save()
+            #expect(folder.prepared == ["folder with 2 files"])
+            #expect(files.allSatisfy { $0.prepared.count == 1 })
+        }
+        let check = container.newBackgroundContext()
+        try check.performAndWait { () throws -> Void in
+            #expect(try check.count(for: OTFile.fetchRequest()) == 0, "the merged third file went with its folder")
+            #expect(try check.count(for: OTFolder.fetchRequest()) == 0)
         }
     }
 
