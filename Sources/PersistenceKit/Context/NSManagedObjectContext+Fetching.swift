@@ -51,7 +51,7 @@ extension NSManagedObjectContext {
         if request.includesPendingChanges { processPendingChanges() }
         // Fast path: the store can count alone when no pending change of this entity matters
         // and the predicate (if any) translates into store conditions.
-        let storeFilter = request.filter?.storeFilter(for: entity)
+        let storeFilter = self.storeFilter(for: request, entity: entity)
         if (request.filter == nil || storeFilter != nil) && !(request.includesPendingChanges && hasPendingChanges(of: entity)) {
             let n = try store.countRows(entity: entity.index, filter: storeFilter)
             return window(n, offset: request.fetchOffset, limit: request.fetchLimit)
@@ -78,6 +78,21 @@ extension NSManagedObjectContext {
             return unsafeBitCast(objects, to: [T].self)
         }
         return objects as? [T]
+    }
+
+    /// The filter the store can apply for `request`, or nil when the predicate must run on
+    /// objects: when it does not translate, and when it reads other rows (through a
+    /// relationship) while this context has unsaved changes the request counts — a renamed
+    /// shelf changes which books `shelf.name == "x"` matches, though no book changed, and
+    /// only the objects know it.
+    private func storeFilter<T>(for request: NSFetchRequest<T>, entity: NSEntityDescription) -> StoreFilter? {
+        guard let filter = request.filter?.storeFilter(for: entity) else { return nil }
+        if let predicate = filter.predicate, predicate.readsOtherRows, request.includesPendingChanges,
+            !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
+        {
+            return nil
+        }
+        return filter
     }
 
     private func window(_ n: Int, offset: Int, limit: Int) -> Int {
@@ -177,7 +192,7 @@ extension NSManagedObjectContext {
         let pending = request.includesPendingChanges
         if pending { processPendingChanges() }
         let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles
-        let storeFilter = requestFilter?.storeFilter(for: entity)
+        let storeFilter = self.storeFilter(for: request, entity: entity)
         noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
         var rows = try store.fetchRows(entity: entity.index, filter: storeFilter)
         let number = storeNumber(for: store.identifier)

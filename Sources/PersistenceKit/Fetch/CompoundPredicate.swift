@@ -18,7 +18,7 @@ extension NSFetchRequest {
 
     /// Sets the predicate to "at least one of `predicates` holds" (Core Data's
     /// `NSCompoundPredicate(orPredicateWithSubpredicates:)`). An empty list matches no
-    /// object, as an empty OR does. Runs in memory. Replaces any predicate set before;
+    /// object, as an empty OR does. The store runs it when it can run every part. Replaces any predicate set before;
     /// ``predicate`` then reads `nil`.
     public func setPredicate<Root: NSManagedObject>(matchingAny predicates: [Predicate<Root>]) {
         filter = FetchFilter(combining: predicates, all: false)
@@ -37,7 +37,15 @@ extension FetchFilter {
                 return all
             },
             accepts: { $0 is Root.Type },
-            root: Root.self)
+            root: Root.self,
+            translate: { entity in
+                var parts: [StorePredicate] = []
+                for p in predicates {
+                    guard let part = storePredicate(of: p, for: entity) else { return nil }
+                    parts.append(part)
+                }
+                return all ? .and(parts) : .or(parts)
+            })
     }
 }
 

@@ -214,19 +214,24 @@ struct FetchFilter {
     /// predicate was set (`String(describing:)`, a reflection walk) was 3% of a loop of
     /// indexed fetches that each set a new predicate.
     let root: NSManagedObject.Type
+    /// The predicate as a store predicate over an entity's rows, or nil when some part of it
+    /// must run on objects.
+    let translate: (NSEntityDescription) -> StorePredicate?
 
     /// The root class's name, for messages.
     var rootName: String { String(describing: root) }
 
     init(
         typed: Any, expression: Any, evaluate: @escaping (NSManagedObject) throws -> Bool,
-        accepts: @escaping (NSManagedObject.Type) -> Bool, root: NSManagedObject.Type
+        accepts: @escaping (NSManagedObject.Type) -> Bool, root: NSManagedObject.Type,
+        translate: @escaping (NSEntityDescription) -> StorePredicate? = { _ in nil }
     ) {
         self.typed = typed
         self.expression = expression
         self.evaluate = evaluate
         self.accepts = accepts
         self.root = root
+        self.translate = translate
     }
 
     init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
@@ -236,6 +241,7 @@ struct FetchFilter {
                 guard let root = object as? Root else { return false }
                 return try predicate.evaluate(root)
             },
-            accepts: { $0 is Root.Type }, root: Root.self)
+            accepts: { $0 is Root.Type }, root: Root.self,
+            translate: { entity in storePredicate(of: predicate, for: entity) })
     }
 }

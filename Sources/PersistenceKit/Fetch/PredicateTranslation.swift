@@ -192,10 +192,16 @@ extension NSEntityDescription {
 extension FetchFilter {
     /// Store conditions equivalent to the predicate, or `nil` when it cannot be translated.
     func storeFilter(for entity: NSEntityDescription) -> StoreFilter? {
-        guard let translatable = expression as? any StoreTranslatable,
+        // Comparisons of the object's own attributes first: the common case, translated
+        // without building a predicate tree.
+        if let translatable = expression as? any StoreTranslatable,
             let conditions = translatable.storeConditions({ entity.attributeIndex(forKeyPath: $0, writable: $1) })
-        else { return nil }
-        return StoreFilter(conditions)
+        {
+            return StoreFilter(conditions)
+        }
+        guard let predicate = translate(entity) else { return nil }
+        let (conditions, rest) = predicate.splitConditions()
+        return StoreFilter(conditions, predicate: rest)
     }
 }
 

@@ -133,6 +133,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     /// Caches which attribute a property key path (`\Book.title`) reads; -1 for none.
     let wrappedKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
+    /// Which relationship a key path of the class reads (-1: none); see
+    /// `relationshipIndex(forKeyPath:)`.
+    let relationshipKeyPathIndex = Lock<[StorageKeyPath: Int]>([:])
 
     /// Creates an empty entity description, as Core Data's `NSEntityDescription()`.
     public init() {

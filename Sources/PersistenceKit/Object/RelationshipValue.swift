@@ -22,6 +22,7 @@ extension Optional: RelationshipValue where Wrapped: NSManagedObject {
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
         object.noteRead(slot: slot)
+        if object.flags.contains(.probe) { object.probedSlot = slot }
         guard let target = object.resolvedToOne(at: slot) ?? object.blankTargetIfProbe(at: slot) else { return nil }
         return downcast(target, to: Wrapped.self, in: object, slot: slot)
     }
@@ -40,6 +41,7 @@ extension Set: RelationshipValue where Element: NSManagedObject {
     public static func read(from object: NSManagedObject, slot: Int) -> Self {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
         object.noteRead(slot: slot)
+        if object.flags.contains(.probe) { object.probedSlot = slot }
         return Set(object.resolvedToMany(at: slot).lazy.map { downcast($0, to: Element.self, in: object, slot: slot) })
     }
     /// See ``RelationshipValue``.

@@ -27,12 +27,15 @@ public final class InMemoryStore: PersistentStore {
     private let state = Lock(State())
     /// Keeps both ends of each stored link in agreement at commit.
     private let links: LinkKeeper
+    /// The model, for the destinations of relationships a predicate follows.
+    private let model: NSManagedObjectModel
 
     /// Creates an empty in-memory store for `model`.
     public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {
         self.identifier = identifier
         self.url = url
         self.links = LinkKeeper(model: model)
+        self.model = model
         self.metadata = [
             NSStoreTypeKey: NSInMemoryStoreType,
             NSStoreUUIDKey: identifier,
@@ -92,16 +95,34 @@ public final class InMemoryStore: PersistentStore {
 
     /// See ``PersistentStore``.
     public func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow] {
-        let rows = state.withLock { s in Array((s.tables[entity] ?? [:]).values) }
-        return rows.filter { filter?.matches($0) ?? true }.sorted { $0.id.primaryKey < $1.id.primaryKey }
+        let tables = state.withLock { $0.tables }
+        let rows = Array((tables[entity] ?? [:]).values)
+        guard let filter else { return rows.sorted { $0.id.primaryKey < $1.id.primaryKey } }
+        let prepared = filter.predicate.map { PreparedStorePredicate($0, entity: entity, model: model) }
+        let reader = Reader(tables: tables)
+        return try rows.filter { row in try filter.matches(row) && (prepared?.evaluate(row, reader) ?? true) }
+            .sorted { $0.id.primaryKey < $1.id.primaryKey }
     }
 
     /// See ``PersistentStore``.
     public func countRows(entity: Int32, filter: StoreFilter?) throws -> Int {
-        state.withLock { s in
-            guard let table = s.tables[entity] else { return 0 }
-            guard let filter else { return table.count }
-            return table.values.reduce(0) { $0 + (filter.matches($1) ? 1 : 0) }
+        let tables = state.withLock { $0.tables }
+        guard let table = tables[entity] else { return 0 }
+        guard let filter else { return table.count }
+        let prepared = filter.predicate.map { PreparedStorePredicate($0, entity: entity, model: model) }
+        let reader = Reader(tables: tables)
+        return try table.values.reduce(0) { n, row in try filter.matches(row) && (prepared?.evaluate(row, reader) ?? true) ? n + 1 : n }
+    }
+
+    /// Reads rows of a copy of the tables (taken under the lock; copy-on-write makes it
+    /// cheap) for a predicate.
+    private struct Reader: StoreRowReader {
+        let tables: [Int32: [Int64: StoreRow]]
+        func value(_ column: Int, of row: StoreRow, entity: Int32) -> StoreValue { row.value(at: column) }
+        func row(_ id: StoreRowID) -> StoreRow? { tables[id.entity]?[id.primaryKey] }
+        func targets(_ column: Int, of row: StoreRow, entity: Int32) -> [StoreRowID] {
+            if case let .references(ids) = row.value(at: column) { return ids }
+            return []
         }
     }
 

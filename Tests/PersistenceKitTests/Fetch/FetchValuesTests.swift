@@ -188,7 +188,7 @@ final class GatedCommitStore: ForwardingStore {
             // objects themselves; rows not registered are judged on detached copies instead.
             for id in ids { _ = context.object(with: id) }
             let request = NSFetchRequest<HookCountingBook>(entityName: "HookCountingBook")
-            request.predicate = #Predicate<HookCountingBook> { $0.title.contains("ph") }  // run in memory
+            request.predicate = #Predicate<HookCountingBook> { $0.title.contains("ph") && $0.title.count > 0 }  // run in memory
             request.includesPropertyValues = false
             let books = try context.fetch(request)
             #expect(books.count == 1 && books.allSatisfy(\.isFault))

@@ -102,22 +102,38 @@ extension FileStore {
         if let answered = candidates?.answered { remaining?.conditions.remove(at: answered) }
         let matcher = RowMatcher(remaining)
         let keys = candidates?.keys
+        let predicate = try preparedPredicate(filter, entity: entity, in: &s)
+        let tables = s.tables
+        let derived = s.derived
         try s.image.withBytes { buf throws(FileStoreError) in
             // One reader, moved from row to row: a reader per row copied the path string
             // (a retain and a release per row and condition). It is passed inout, never
             // captured: a captured var is boxed and every access checked for exclusivity
             // at run time (measured: a fifth of a filtered scan).
             var r = ByteReader(buf, range: 0..<0, path: path)
+            let reader = predicate.map { _ in
+                FileRowReader(buf: buf, tables: tables, derived: derived, layout: derivedLayout, shapes: rowShapes, path: path)
+            }
             if let keys {
                 Self.touch(keys, rows, buf)
                 for pk in keys {
-                    if let ref = rows[pk] { try Self.visit(pk, ref, &r, matcher, body) }
+                    if let ref = rows[pk] { try Self.visit(pk, ref, &r, matcher, predicate, reader, body) }
                 }
             } else {
                 var cursor = rows.makeCursor()
-                while let (pk, ref) = cursor.next() { try Self.visit(pk, ref, &r, matcher, body) }
+                while let (pk, ref) = cursor.next() { try Self.visit(pk, ref, &r, matcher, predicate, reader, body) }
             }
         }
+    }
+
+    /// `filter`'s predicate prepared for rows of `entity`, with the derived ends' lists built
+    /// when it follows a to-many relationship; nil when there is none.
+    private func preparedPredicate(_ filter: StoreFilter?, entity: Int32, in s: inout State) throws(FileStoreError) -> PreparedStorePredicate? {
+        guard let predicate = filter?.predicate else { return nil }
+        if !s.derived.isReady, !derivedLayout.ends.isEmpty, predicate.followsToMany {
+            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
+        }
+        return PreparedStorePredicate(predicate, entity: entity, model: model)
     }
 
     /// Reads the first byte of each of `keys`' rows, before the rows are visited.
@@ -141,11 +157,12 @@ extension FileStore {
 
     @inline(__always)
     private static func visit(
-        _ pk: Int64, _ ref: RowRef, _ r: inout ByteReader, _ matcher: RowMatcher,
-        _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
+        _ pk: Int64, _ ref: RowRef, _ r: inout ByteReader, _ matcher: RowMatcher, _ predicate: PreparedStorePredicate?,
+        _ reader: FileRowReader?, _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {
         r.move(to: ref.offset..<(ref.offset + ref.length))
         guard try matcher.matches(&r) else { return }
+        if let predicate, let reader, try !reader.evaluate(predicate, FileRowReader.Row(pk: pk, ref: ref)) { return }
         r.move(to: ref.offset..<(ref.offset + ref.length))
         try body(pk, ref, &r)
     }
@@ -158,7 +175,7 @@ extension FileStore {
         let isDerived = { (c: StoreFilter.Condition) in columns.contains { $0.property == c.property } }
         let onLists = filter.conditions.filter(isDerived)
         if onLists.isEmpty { return (filter, []) }
-        return (StoreFilter(filter.conditions.filter { !isDerived($0) }), onLists)
+        return (StoreFilter(filter.conditions.filter { !isDerived($0) }, predicate: filter.predicate), onLists)
     }
 
     /// See ``PersistentStore``.

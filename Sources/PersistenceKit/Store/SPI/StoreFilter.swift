@@ -1,6 +1,11 @@
 import Foundation
 
-/// A simple filter a store can apply while scanning: every condition must hold.
+/// A filter a store applies to rows: every condition must hold, and the predicate too when
+/// there is one.
+///
+/// The conditions are the part a store can answer from an attribute index (comparisons of
+/// the row's own attributes with constants); the predicate holds everything else a fetch
+/// could translate (see ``StorePredicate``).
 public struct StoreFilter: Sendable, Hashable {
     /// A comparison of one property with a constant.
     public struct Condition: Sendable, Hashable {
@@ -58,13 +63,17 @@ public struct StoreFilter: Sendable, Hashable {
 
     /// The conditions, all of which must hold.
     public var conditions: [Condition]
+    /// A further condition that must hold, or nil.
+    public var predicate: StorePredicate?
 
-    /// Creates a filter from conditions.
-    public init(_ conditions: [Condition]) {
+    /// Creates a filter from conditions and, optionally, a predicate.
+    public init(_ conditions: [Condition], predicate: StorePredicate? = nil) {
         self.conditions = conditions
+        self.predicate = predicate
     }
 
-    /// Whether `row` satisfies every condition.
+    /// Whether `row` satisfies every condition (the predicate, which may need other rows,
+    /// is not tested here).
     public func matches(_ row: StoreRow) -> Bool {
         conditions.allSatisfy { $0.matches(row) }
     }
