@@ -88,7 +88,7 @@ extension FileStore {
     /// (`RowMatcher`), so rows that fail are never decoded.
     ///
     /// `reserve` is told how many rows at most `body` will see, before the first.
-    private func forEachMatch(
+    func forEachMatch(
         entity: Int32, filter: StoreFilter?, in s: inout State, reserve: (Int) -> Void = { _ in },
         _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {

@@ -46,6 +46,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult
     /// The rows of `entity` that pass `filter` (all rows when `nil`), in primary-key order.
     func fetchRows(entity: Int32, filter: StoreFilter?) throws -> [StoreRow]
+    /// The rows of `entity` that pass `filter`, in `order` (rows equal on every key in
+    /// primary-key order), the first `offset` left out, at most `limit` of them (0: no
+    /// limit). A default sorts what ``fetchRows(entity:filter:)`` returns.
+    func fetchRows(entity: Int32, filter: StoreFilter?, order: [StoreSortKey], offset: Int, limit: Int) throws -> [StoreRow]
     /// The number of rows of `entity` that pass `filter`.
     func countRows(entity: Int32, filter: StoreFilter?) throws -> Int
     /// One row by ID, or `nil` when there is none.

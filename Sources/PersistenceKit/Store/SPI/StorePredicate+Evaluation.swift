@@ -14,40 +14,65 @@ protocol StoreRowReader {
 }
 
 /// A ``StorePredicate`` prepared for testing many rows: text patterns folded and regular
-/// expressions compiled once, the destination entity of every relationship step known.
-struct PreparedStorePredicate: @unchecked Sendable {
-    // @unchecked Sendable: the compiled expressions are immutable after `init` and
-    // `NSRegularExpression` matching is thread-safe; every other stored value is Sendable.
+/// expressions compiled once, the destination entity of every to-many step looked up once.
+struct PreparedStorePredicate: Sendable {
+    /// The predicate as a tree of prepared nodes.
+    indirect enum Node: Sendable {
+        case constant(Bool)
+        case and([Node])
+        case or([Node])
+        case not(Node)
+        case compare(StorePath, StoreFilter.Condition.Operator, StoreValue)
+        case oneOf(StorePath, [StoreValue])
+        case text(StorePath, PreparedText)
+        /// A to-many step, the entity its rows belong to, and the test of each row.
+        case each(StorePath, StoreQuantifier, destination: Int32, Node)
+        case count(StorePath, StoreFilter.Condition.Operator, Int64)
+    }
+
     let predicate: StorePredicate
     /// The entity of the rows it is evaluated on.
     let entity: Int32
-    private let model: NSManagedObjectModel
-    private let texts: [StoreTextTest: PreparedText]
+    private let root: Node
 
     init(_ predicate: StorePredicate, entity: Int32, model: NSManagedObjectModel) {
         self.predicate = predicate
         self.entity = entity
-        self.model = model
-        var texts: [StoreTextTest: PreparedText] = [:]
-        func walk(_ p: StorePredicate) {
+        let entities = Dictionary(model.entities.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        func destination(of path: StorePath, from entity: Int32) -> Int32 {
+            var e = entities[entity]
+            for step in path.through {
+                e = (e.flatMap { step < $0.properties.count ? $0.properties[step] : nil } as? NSRelationshipDescription)?.destinationEntity
+            }
+            guard let owner = e, path.property < owner.properties.count,
+                let r = owner.properties[path.property] as? NSRelationshipDescription
+            else { return -1 }
+            return r.destinationEntity?.index ?? -1
+        }
+        func prepare(_ p: StorePredicate, _ entity: Int32) -> Node {
             switch p {
-            case let .and(parts), let .or(parts): parts.forEach(walk)
-            case let .not(inner): walk(inner)
-            case let .each(_, _, inner): walk(inner)
-            case let .text(_, test): if texts[test] == nil { texts[test] = PreparedText(test) }
-            case .constant, .compare, .oneOf, .count: break
+            case let .constant(b): return .constant(b)
+            case let .and(parts): return .and(parts.map { prepare($0, entity) })
+            case let .or(parts): return .or(parts.map { prepare($0, entity) })
+            case let .not(inner): return .not(prepare(inner, entity))
+            case let .compare(path, op, v): return .compare(path, op, v)
+            case let .oneOf(path, vs): return .oneOf(path, vs)
+            case let .text(path, test): return .text(path, PreparedText(test))
+            case let .count(path, op, n): return .count(path, op, n)
+            case let .each(path, q, inner):
+                let d = destination(of: path, from: entity)
+                return .each(path, q, destination: d, prepare(inner, d))
             }
         }
-        walk(predicate)
-        self.texts = texts
+        root = prepare(predicate, entity)
     }
 
     /// Whether `row`, a row of ``entity``, satisfies the predicate.
     func evaluate<R: StoreRowReader>(_ row: R.Row, _ reader: R) throws -> Bool {
-        try evaluate(predicate, row, entity, reader)
+        try evaluate(root, row, entity, reader)
     }
 
-    private func evaluate<R: StoreRowReader>(_ p: StorePredicate, _ row: R.Row, _ entity: Int32, _ reader: R) throws -> Bool {
+    private func evaluate<R: StoreRowReader>(_ p: Node, _ row: R.Row, _ entity: Int32, _ reader: R) throws -> Bool {
         switch p {
         case let .constant(b): return b
         case let .and(parts):
@@ -65,10 +90,9 @@ struct PreparedStorePredicate: @unchecked Sendable {
             return constants.contains { Self.holds(v, .equal, $0) }
         case let .text(path, test):
             guard case let .string(s) = try value(path, row, entity, reader) else { return false }
-            return texts[test]?.matches(s) ?? PreparedText(test).matches(s)
-        case let .each(path, quantifier, inner):
+            return test.matches(s)
+        case let .each(path, quantifier, destination, inner):
             guard let (owner, ownerEntity) = try reach(path, row, entity, reader) else { return quantifier != .any }
-            let destination = self.destination(of: path.property, in: ownerEntity)
             for id in try reader.targets(path.property, of: owner, entity: ownerEntity) {
                 guard let target = try reader.row(id) else { continue }
                 let holds = try evaluate(inner, target, destination, reader)
@@ -80,7 +104,7 @@ struct PreparedStorePredicate: @unchecked Sendable {
             }
             return quantifier != .any
         case let .count(path, op, n):
-            guard let (owner, ownerEntity) = try reach(path, row, entity, reader) else { return Self.holds(.null, op, .integer(n)) }
+            guard let (owner, ownerEntity) = try reach(path, row, entity, reader) else { return false }
             let count = try reader.targets(path.property, of: owner, entity: ownerEntity).count
             return op.holds(count < n ? .orderedAscending : (count > n ? .orderedDescending : .orderedSame))
         }
@@ -102,18 +126,11 @@ struct PreparedStorePredicate: @unchecked Sendable {
     }
 
     /// The value at `path`; `.null` when a to-one step on the way is empty.
+    @inline(__always)
     private func value<R: StoreRowReader>(_ path: StorePath, _ row: R.Row, _ entity: Int32, _ reader: R) throws -> StoreValue {
         if path.through.isEmpty { return try reader.value(path.property, of: row, entity: entity) }
         guard let (owner, ownerEntity) = try reach(path, row, entity, reader) else { return .null }
         return try reader.value(path.property, of: owner, entity: ownerEntity)
-    }
-
-    /// The destination entity index of relationship `property` of `entity`.
-    private func destination(of property: Int, in entity: Int32) -> Int32 {
-        guard let e = model.entities.first(where: { $0.index == entity }), property < e.properties.count,
-            let r = e.properties[property] as? NSRelationshipDescription
-        else { return -1 }
-        return r.destinationEntity?.index ?? -1
     }
 
     /// Whether `v op constant` holds, with Swift's optional semantics for `.null` (see
