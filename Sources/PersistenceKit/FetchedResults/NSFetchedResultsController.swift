@@ -143,7 +143,7 @@ public final class NSFetchedResultsController<ResultType: NSFetchRequestResult> 
         sectionName.first.map { String($0).uppercased() }
     }
 
-    /// The section an index entry leads to: the first section whose index title is `title`.
+    /// The section an index entry points to: the first section whose index title is `title`.
     ///
     /// Traps when `sectionIndex` is not an index of ``sectionIndexTitles`` or its title
     /// there is not `title` (Core Data raises an exception).
