@@ -6,6 +6,8 @@ import Foundation
 public struct CoreDataError: Error, CustomStringConvertible, Sendable {
     /// Core Data's error codes, with their numeric values.
     public enum Code: Int, Sendable, Hashable {
+        /// The operation was cancelled (Foundation's `NSUserCancelledError`).
+        case userCancelled = 3072
         /// A value failed validation (unknown key, wrong type, custom validation).
         case managedObjectValidation = 1550
         /// Several validation errors, listed in ``CoreDataError/detailedErrors``.
