@@ -73,6 +73,63 @@ struct AttributeIndex {
     }
 }
 
+extension AttributeIndex {
+    /// The positions in `sortedValues` of the values that satisfy every one of `conditions`
+    /// (each on this attribute, none "not equal"): the intersection of their ranges, so
+    /// `year >= 1900 && year <= 1909` reads one range. Null values, which sort first, are
+    /// left out (no range condition holds for them).
+    mutating func valueRange(_ conditions: [StoreFilter.Condition]) -> Range<Int> {
+        if sortedValues == nil {
+            sortedValues = keysByValue.keys.sorted { StoreValue.compare($0, $1) == .orderedAscending }
+        }
+        let values = sortedValues ?? []
+        // The first position whose value is not below `v` (`inclusive`) or above it.
+        func bound(_ v: StoreValue, inclusive: Bool) -> Int {
+            var lo = 0, hi = values.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                let c = StoreValue.compare(values[mid], v)
+                if c == .orderedAscending || (!inclusive && c == .orderedSame) { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        var lo = 0, hi = values.count
+        while lo < hi, values[lo].isNull { lo += 1 }
+        for c in conditions {
+            switch c.op {
+            case .equal:
+                lo = max(lo, bound(c.value, inclusive: true))
+                hi = min(hi, bound(c.value, inclusive: false))
+            case .less: hi = min(hi, bound(c.value, inclusive: true))
+            case .lessOrEqual: hi = min(hi, bound(c.value, inclusive: false))
+            case .greater: lo = max(lo, bound(c.value, inclusive: false))
+            case .greaterOrEqual: lo = max(lo, bound(c.value, inclusive: true))
+            case .notEqual: break
+            }
+        }
+        return lo..<max(lo, hi)
+    }
+
+    /// The primary keys whose value satisfies every one of `conditions` (see `valueRange`).
+    mutating func keys(matchingAll conditions: [StoreFilter.Condition]) -> [Int64] {
+        if conditions.count == 1, let keys = keys(matching: conditions[0]) { return keys }
+        let range = valueRange(conditions)
+        var result: [Int64] = []
+        for v in sortedValues![range] { keysByValue[v]?.appendElements(to: &result) }
+        return result
+    }
+
+    /// How many rows have a value that satisfies every one of `conditions`, read from the
+    /// index alone.
+    mutating func count(matchingAll conditions: [StoreFilter.Condition]) -> Int {
+        if conditions.count == 1, conditions[0].op == .equal { return keysByValue[Self.key(conditions[0].value)]?.count ?? 0 }
+        let range = valueRange(conditions)
+        var n = 0
+        for v in sortedValues![range] { n += keysByValue[v]?.count ?? 0 }
+        return n
+    }
+}
+
 /// A table's attribute indexes, by property index.
 ///
 /// An array rather than a `[Int: AttributeIndex]`: a save updates every indexed column of
