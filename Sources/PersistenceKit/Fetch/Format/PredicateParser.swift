@@ -183,14 +183,14 @@ struct PredicateParser {
         }
         return PredicateComparison(
             modifier: modifier, left: left, op: op, options: options, right: right,
-            location: SourceLocation(column: opToken.column))
+            location: PredicateLocation(column: opToken.column))
     }
 
     // MARK: Expressions
 
-    private mutating func parseExpression() throws(PredicateFormatError) -> PredicateExpression {
+    private mutating func parseExpression() throws(PredicateFormatError) -> PredicateTerm {
         let token = advance()
-        let location = SourceLocation(column: token.column)
+        let location = PredicateLocation(column: token.column)
         switch token.kind {
         case let .string(s): return .constant(.string(s))
         case let .integer(v): return .constant(.integer(v))
@@ -242,8 +242,8 @@ struct PredicateParser {
     }
 
     /// `{a, b, ...}`, after its `{`: a collection constant when every element is constant.
-    private mutating func parseAggregate() throws(PredicateFormatError) -> PredicateExpression {
-        var elements: [PredicateExpression] = []
+    private mutating func parseAggregate() throws(PredicateFormatError) -> PredicateTerm {
+        var elements: [PredicateTerm] = []
         if !isSymbol("}") {
             while true {
                 elements.append(try parseExpression())
@@ -261,7 +261,7 @@ struct PredicateParser {
     }
 
     /// `SUBQUERY(collection, $variable, predicate)`, after the keyword.
-    private mutating func parseSubquery(at location: SourceLocation) throws(PredicateFormatError) -> PredicateKeyPath {
+    private mutating func parseSubquery(at location: PredicateLocation) throws(PredicateFormatError) -> PredicateKeyPath {
         try expectSymbol("(", "after SUBQUERY")
         let collection = try parseExpression()
         try expectSymbol(",", "after the collection of SUBQUERY")
@@ -288,7 +288,7 @@ struct PredicateParser {
             case let .collectionOperator(name): path.steps.append(try collectionStep(name, token))
             default: throw error("expected a key after '.', found \(Self.describe(token))", at: token)
             }
-            path.stepLocations.append(SourceLocation(column: token.column))
+            path.stepLocations.append(PredicateLocation(column: token.column))
         }
         return path
     }

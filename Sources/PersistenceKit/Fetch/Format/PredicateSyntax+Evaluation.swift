@@ -104,7 +104,7 @@ struct PredicateEvaluation {
         }
     }
 
-    func operand(_ e: PredicateExpression) throws -> PredicateOperand {
+    func operand(_ e: PredicateTerm) throws -> PredicateOperand {
         switch e {
         case let .constant(v): return PredicateOperand(v)
         case let .aggregate(elements): return .many(try elements.map { try operand($0) })

@@ -18,8 +18,8 @@ extension PredicateSyntax {
     }
 }
 
-extension PredicateExpression {
-    func substituting(_ variables: [String: Any]) -> PredicateExpression {
+extension PredicateTerm {
+    func substituting(_ variables: [String: Any]) -> PredicateTerm {
         switch self {
         case .constant: return self
         case let .aggregate(elements):

@@ -43,7 +43,7 @@ private struct PredicateValidation {
         }
     }
 
-    private func check(_ e: PredicateExpression) throws(PredicateFormatError) {
+    private func check(_ e: PredicateTerm) throws(PredicateFormatError) {
         switch e {
         case .constant: return
         case let .aggregate(elements):
@@ -52,7 +52,7 @@ private struct PredicateValidation {
         }
     }
 
-    private func error(_ problem: String, _ location: SourceLocation, _ entity: NSEntityDescription) -> PredicateFormatError {
+    private func error(_ problem: String, _ location: PredicateLocation, _ entity: NSEntityDescription) -> PredicateFormatError {
         PredicateFormatError(.key, problem, format: format, column: location.column, entityName: entity.name)
     }
 
@@ -82,7 +82,7 @@ private struct PredicateValidation {
     }
 
     private func read(
-        _ step: PredicateKeyPath.Step, at location: SourceLocation, after current: Reading
+        _ step: PredicateKeyPath.Step, at location: PredicateLocation, after current: Reading
     ) throws(PredicateFormatError) -> Reading {
         switch (step, current) {
         case (_, .unknown):
@@ -94,7 +94,10 @@ private struct PredicateValidation {
                         + entity.properties.map(\.name).joined(separator: ", ") + ")", location, entity)
             }
             let property = entity.properties[i]
-            if let r = property as? NSRelationshipDescription, let destination = r.destinationEntity {
+            if let r = property as? NSRelationshipDescription {
+                // A relationship whose destination is not resolved (a model not yet built)
+                // cannot be followed further; what comes after it is not checked.
+                guard let destination = r.destinationEntity else { return .unknown }
                 return .objects(destination, isCollection: isCollection || r.isToMany)
             }
             return .attribute(key, of: entity, isCollection: isCollection)

@@ -57,21 +57,21 @@ struct PredicateComparison: Sendable, Hashable {
     }
 
     var modifier: Modifier
-    var left: PredicateExpression
+    var left: PredicateTerm
     var op: Operator
     var options: Options
-    var right: PredicateExpression
+    var right: PredicateTerm
     /// Where the operator is written.
-    var location: SourceLocation
+    var location: PredicateLocation
 }
 
 /// A value in a comparison.
-indirect enum PredicateExpression: Sendable, Hashable {
+indirect enum PredicateTerm: Sendable, Hashable {
     /// A constant: a literal or a `%@`-style argument. A collection constant (`{1, 2}` of
     /// constants, or an array passed as `%@`) is `.constant(.collection(...))`.
     case constant(PredicateValue)
     /// `{a, b, ...}` whose elements are not all constants (variables, key paths).
-    case aggregate([PredicateExpression])
+    case aggregate([PredicateTerm])
     /// A key path, `%K` substitution included.
     case keyPath(PredicateKeyPath)
 }
@@ -87,7 +87,7 @@ struct PredicateKeyPath: Sendable, Hashable {
         case variable(String)
         /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection` for
         /// which `predicate` holds with `$variable` set to the element.
-        case subquery(collection: PredicateExpression, variable: String, predicate: PredicateSyntax)
+        case subquery(collection: PredicateTerm, variable: String, predicate: PredicateSyntax)
     }
 
     /// A step of a key path.
@@ -104,12 +104,12 @@ struct PredicateKeyPath: Sendable, Hashable {
     var root: Root
     var steps: [Step]
     /// Where each step is written (same count as `steps`).
-    var stepLocations: [SourceLocation]
+    var stepLocations: [PredicateLocation]
     /// Where the key path is written.
-    var location: SourceLocation
+    var location: PredicateLocation
 
     /// `SELF` followed by `keys`.
-    static func keys(_ keys: [String], at location: SourceLocation = SourceLocation(column: 0)) -> PredicateKeyPath {
+    static func keys(_ keys: [String], at location: PredicateLocation = PredicateLocation(column: 0)) -> PredicateKeyPath {
         PredicateKeyPath(
             root: .evaluatedObject, steps: keys.map { .key($0) }, stepLocations: keys.map { _ in location }, location: location)
     }
@@ -117,8 +117,8 @@ struct PredicateKeyPath: Sendable, Hashable {
 
 /// A 1-based column of the format string. Locations take no part in equality or hashing:
 /// the same predicate written with other spacing gives an equal tree.
-struct SourceLocation: Sendable, Hashable {
+struct PredicateLocation: Sendable, Hashable {
     let column: Int
-    static func == (lhs: SourceLocation, rhs: SourceLocation) -> Bool { true }
+    static func == (lhs: PredicateLocation, rhs: PredicateLocation) -> Bool { true }
     func hash(into hasher: inout Hasher) {}
 }
