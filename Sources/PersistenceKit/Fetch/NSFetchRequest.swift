@@ -163,6 +163,7 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// is over a class that the entity's objects are not (it could match no object).
     func resolveEntity(in model: NSManagedObjectModel) throws -> NSEntityDescription {
         let e = try resolveEntityByName(in: model)
+        try filter?.check(e)
         if let filter, !filter.accepts(e.managedObjectClass) {
             throw CoreDataError(
                 .coreData,
@@ -194,9 +195,33 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
 }
 
 extension NSFetchRequest where ResultType: NSManagedObject {
-    /// The predicate objects must satisfy; `nil` fetches every object of the entity.
+    /// The predicate objects must satisfy, as a Foundation `Predicate` over the entity's
+    /// class; `nil` fetches every object of the entity. Reads `nil` when the predicate was
+    /// set as an `NSPredicate`.
+    ///
+    /// (Disfavored beside the `NSPredicate` property of the same name, so that
+    /// `request.predicate = nil` and an untyped read pick that one; assigning a
+    /// `#Predicate` picks this one by its type.)
+    @_disfavoredOverload
     public var predicate: Predicate<ResultType>? {
         get { filter?.typed as? Predicate<ResultType> }
+        set { filter = newValue.map { FetchFilter($0) } }
+    }
+}
+
+extension NSFetchRequest {
+    /// The predicate objects must satisfy, as Core Data spells it: an `NSPredicate`, usually
+    /// made from a format string (`NSPredicate(format: "pages > %d", 100)`); `nil` fetches
+    /// every object of the entity. Reads `nil` when the predicate was set as a Foundation
+    /// `Predicate`.
+    ///
+    /// A format predicate runs in the store when every part of it can (see Differences:
+    /// comparisons, string operators, IN, BETWEEN, key paths through to-ones, `@count` and
+    /// ANY/ALL/NONE over to-manys); otherwise on objects. A format string that does not
+    /// parse, or names a key the entity does not have, makes the fetch throw its
+    /// ``PredicateFormatError``. A block predicate (`NSPredicate(block:)`) runs on objects.
+    public var predicate: NSPredicate? {
+        get { filter?.typed as? NSPredicate }
         set { filter = newValue.map { FetchFilter($0) } }
     }
 }
@@ -217,6 +242,9 @@ struct FetchFilter {
     /// The predicate as a store predicate over an entity's rows, or nil when some part of it
     /// must run on objects.
     let translate: (NSEntityDescription) -> StorePredicate?
+    /// Throws when the predicate cannot be used on an entity (a format string that did not
+    /// parse, a key the entity does not have).
+    let check: (NSEntityDescription) throws -> Void
 
     /// The root class's name, for messages.
     var rootName: String { String(describing: root) }
@@ -224,7 +252,8 @@ struct FetchFilter {
     init(
         typed: Any, expression: Any, evaluate: @escaping (NSManagedObject) throws -> Bool,
         accepts: @escaping (NSManagedObject.Type) -> Bool, root: NSManagedObject.Type,
-        translate: @escaping (NSEntityDescription) -> StorePredicate? = { _ in nil }
+        translate: @escaping (NSEntityDescription) -> StorePredicate? = { _ in nil },
+        check: @escaping (NSEntityDescription) throws -> Void = { _ in }
     ) {
         self.typed = typed
         self.expression = expression
@@ -232,6 +261,32 @@ struct FetchFilter {
         self.accepts = accepts
         self.root = root
         self.translate = translate
+        self.check = check
+    }
+
+    init(_ predicate: NSPredicate) {
+        let syntax = predicate.formatSyntax
+        self.init(
+            typed: predicate, expression: (),
+            evaluate: { object in
+                switch syntax {
+                case let .success(tree)?: return try PersistenceKit.evaluate(tree, on: object, variables: [:])
+                case let .failure(error)?: throw error
+                case nil: return predicate.evaluate(with: object)
+                }
+            },
+            accepts: { _ in true }, root: NSManagedObject.self,
+            translate: { entity in
+                guard case let .success(tree)? = syntax else { return nil }
+                return tree.storePredicate(for: entity)
+            },
+            check: { entity in
+                switch syntax {
+                case let .success(tree)?: try validate(tree, for: entity)
+                case let .failure(error)?: throw error
+                case nil: break
+                }
+            })
     }
 
     init<Root: NSManagedObject>(_ predicate: Predicate<Root>) {
