@@ -85,7 +85,7 @@ extension NSManagedObjectContext {
     /// relationship) while this context has unsaved changes the request counts — a renamed
     /// shelf changes which books `shelf.name == "x"` matches, though no book changed, and
     /// only the objects know it.
-    private func storeFilter<T>(for request: NSFetchRequest<T>, entity: NSEntityDescription) -> StoreFilter? {
+    func storeFilter<T>(for request: NSFetchRequest<T>, entity: NSEntityDescription) -> StoreFilter? {
         guard let filter = request.filter?.storeFilter(for: entity) else { return nil }
         if let predicate = filter.predicate, predicate.readsOtherRows, request.includesPendingChanges,
             !insertions.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
@@ -100,7 +100,7 @@ extension NSManagedObjectContext {
         return limit > 0 ? min(limit, afterOffset) : afterOffset
     }
 
-    private func hasPendingChanges(of entity: NSEntityDescription) -> Bool {
+    func hasPendingChanges(of entity: NSEntityDescription) -> Bool {
         insertions.contains { $0.entity === entity } || deletedSet.contains { $0.entity === entity }
             || updatedSet.contains { $0.entity === entity }
     }
@@ -356,7 +356,7 @@ extension NSManagedObjectContext {
     /// The request's sort order as store sort keys, when every rule sorts by an attribute of
     /// `entity` (a key path or a key naming one); nil otherwise, and when there is neither an
     /// order nor a window to apply.
-    private func storeOrder<T>(for request: NSFetchRequest<T>, entity: NSEntityDescription) -> [StoreSortKey]? {
+    func storeOrder<T>(for request: NSFetchRequest<T>, entity: NSEntityDescription) -> [StoreSortKey]? {
         if request.sortRules.isEmpty && request.fetchLimit <= 0 && request.fetchOffset <= 0 { return nil }
         var keys: [StoreSortKey] = []
         for rule in request.sortRules {

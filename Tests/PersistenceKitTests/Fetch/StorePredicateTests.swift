@@ -166,3 +166,39 @@ import Testing
         #expect(error?.column == 7)
     }
 }
+
+/// `fetchPlan(for:)` tells where a fetch's predicate runs, which index the store reads and
+/// who sorts.
+@Suite("Fetch plans") struct FetchPlanTests {
+    @Test func thePlanNamesTheIndexThePredicatePlaceAndTheSort() throws {
+        let folder = try TemporaryFolder()
+        let container = try FSSupport.container(at: folder.storeURL)
+        try StorePredicateTests.seed(container.newBackgroundContext())
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let indexed = Book.fetchRequest()
+            indexed.predicate = NSPredicate(format: "pages >= 300 AND pages <= 600 AND title BEGINSWITH 'E'")
+            indexed.sortKeys = [SortKey("title")]
+            indexed.fetchLimit = 1
+            let plan = try context.fetchPlan(for: indexed)
+            #expect(plan == FetchPlan(filtering: .store, index: "Book.pages", storeSortsAndCuts: true))
+            #expect(plan.description == "predicate in the store, index on Book.pages, sorted and cut in the store")
+            #expect(try context.fetch(indexed).map(\.title) == ["Endymion"])
+
+            let scan = Book.fetchRequest()
+            scan.predicate = NSPredicate(format: "shelf.name == 'Poetry'")
+            #expect(try context.fetchPlan(for: scan) == FetchPlan(filtering: .store, index: nil, storeSortsAndCuts: false))
+
+            let inMemory = Book.fetchRequest()
+            inMemory.predicate = NSPredicate(format: "SUBQUERY(authors, $a, $a.name == 'Keats').@count > 0")
+            #expect(try context.fetchPlan(for: inMemory).filtering == .objects)
+            #expect(try context.fetch(inMemory).map(\.title).sorted() == ["Endymion", "Lamia"])
+
+            // Unsaved changes of books: the context sorts, and sees them.
+            let first = try #require(try context.fetch(Book.fetchRequest()).first { $0.title == "Lamia" })
+            first.title = "Alastor"
+            #expect(try context.fetchPlan(for: indexed).storeSortsAndCuts == false)
+        }
+        try FSSupport.close(container)
+    }
+}

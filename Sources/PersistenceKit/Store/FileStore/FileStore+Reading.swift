@@ -235,9 +235,7 @@ extension FileStore {
     /// is on an indexed attribute.
     func indexedConditions(entity: Int32, filter: StoreFilter?, in s: inout State) throws(FileStoreError) -> (column: Int, positions: [Int])? {
         guard let filter, let columns = indexedColumns[entity], var table = s.tables[entity] else { return nil }
-        guard
-            let column = filter.conditions.first(where: { columns.contains($0.property) && $0.op != .notEqual })?.property
-        else { return nil }
+        guard let column = plan(entity: entity, filter: filter).indexedProperty else { return nil }
         let positions = filter.conditions.indices.filter { filter.conditions[$0].property == column && filter.conditions[$0].op != .notEqual }
         if !table.indexesReady {
             s.tables[entity] = nil

@@ -105,3 +105,12 @@ struct BestRows {
         heap.sorted { after($1, $0) }
     }
 }
+
+extension FileStore {
+    /// See ``PersistentStore``: the first attribute index a condition of `filter` can use
+    /// (the one a read uses), or a scan.
+    public func plan(entity: Int32, filter: StoreFilter?) -> StorePlan {
+        guard let filter, let columns = indexedColumns[entity] else { return StorePlan() }
+        return StorePlan(indexedProperty: filter.conditions.first { columns.contains($0.property) && $0.op != .notEqual }?.property)
+    }
+}

@@ -50,6 +50,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// primary-key order), the first `offset` left out, at most `limit` of them (0: no
     /// limit). A default sorts what ``fetchRows(entity:filter:)`` returns.
     func fetchRows(entity: Int32, filter: StoreFilter?, order: [StoreSortKey], offset: Int, limit: Int) throws -> [StoreRow]
+    /// How the store would answer a read of `entity` with `filter`: the index it would read.
+    /// (A default says: a scan.)
+    func plan(entity: Int32, filter: StoreFilter?) -> StorePlan
     /// The number of rows of `entity` that pass `filter`.
     func countRows(entity: Int32, filter: StoreFilter?) throws -> Int
     /// One row by ID, or `nil` when there is none.
