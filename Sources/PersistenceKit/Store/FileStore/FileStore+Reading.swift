@@ -93,7 +93,8 @@ extension FileStore {
         _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {
         try prepare(&s)
-        let candidates = try candidateKeys(entity: entity, filter: filter, in: &s)
+        var candidates = try candidateKeys(entity: entity, filter: filter, in: &s)
+        if candidates == nil, let keys = try keysThroughToOne(entity: entity, filter: filter, in: &s) { candidates = (keys, []) }
         guard let rows = s.tables[entity]?.rows else { return }
         reserve(candidates?.keys.count ?? rows.count)
         // The condition the index answered is not checked again on each row it gave

@@ -1,0 +1,52 @@
+import Foundation
+
+// Predicates through a to-one relationship (`author.country == 7`), answered from the other
+// side: the rows of the destination entity that pass the test are found first (by their own
+// index when they have one), and the rows linking to them are read from the derived
+// to-many lists (`Author.books`, which the store keeps for each author from the books'
+// `author` column): the store's equivalent of a join through an indexed foreign key. Only
+// those rows are then tested in full.
+extension FileStore {
+    /// The primary keys of the rows of `entity` that may pass `filter`, found through a
+    /// to-one relationship as above; nil when no top-level part of the predicate allows it.
+    ///
+    /// A part qualifies when it tests a value one to-one step away that has a derived
+    /// inverse list, and cannot hold for an empty to-one (equality with a value, an ordering,
+    /// a list of values, a string test): rows whose to-one is empty are then no candidates.
+    func keysThroughToOne(entity: Int32, filter: StoreFilter?, in s: inout State) throws(FileStoreError) -> [Int64]? {
+        guard let predicate = filter?.predicate else { return nil }
+        let parts: [StorePredicate]
+        if case let .and(all) = predicate { parts = all } else { parts = [predicate] }
+        for part in parts {
+            guard let (step, inner) = Self.oneStep(part),
+                let end = derivedLayout.ends.firstIndex(where: { $0.source == entity && $0.sourceProperty == step })
+            else { continue }
+            let destination = derivedLayout.ends[end].entity
+            var targets: [Int64] = []
+            try forEachMatch(entity: destination, filter: inner, in: &s) { pk, _, _ throws(FileStoreError) in targets.append(pk) }
+            if !s.derived.isReady { try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path) }
+            var keys: [Int64] = []
+            for t in targets {
+                for row in s.derived.lists[end][t] ?? [] { keys.append(row.primaryKey) }
+            }
+            keys.sort()
+            return keys
+        }
+        return nil
+    }
+
+    /// The to-one step and the test on the destination's rows of a predicate part that
+    /// reads one step away and cannot hold for an empty to-one.
+    private static func oneStep(_ part: StorePredicate) -> (Int, StoreFilter)? {
+        switch part {
+        case let .compare(path, op, value) where path.through.count == 1 && !value.isNull && op != .notEqual:
+            return (path.through[0], StoreFilter([StoreFilter.Condition(property: path.property, op, value)]))
+        case let .oneOf(path, values) where path.through.count == 1 && !values.contains(where: \.isNull):
+            return (path.through[0], StoreFilter([], predicate: .oneOf(StorePath(property: path.property), values)))
+        case let .text(path, test) where path.through.count == 1:
+            return (path.through[0], StoreFilter([], predicate: .text(StorePath(property: path.property), test)))
+        default:
+            return nil
+        }
+    }
+}
