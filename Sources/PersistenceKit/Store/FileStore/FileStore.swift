@@ -438,6 +438,13 @@ public final class FileStore: PersistentStore {
     func prepare(_ s: inout State) throws(FileStoreError) {
         try checkOpen(s)
         try materialize(&s)
+        // A store without rows has its derived lists at once (empty), and its saves keep
+        // them, as a SQL store keeps a foreign-key index from the first insert; built on the
+        // first read instead, the first predicate through a relationship paid for reading
+        // every row of a large first save.
+        if !s.derived.isReady, !derivedLayout.ends.isEmpty, s.tables.values.allSatisfy({ $0.rows.isEmpty }) {
+            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
+        }
     }
 
     func checkOpen(_ s: borrowing State) throws(FileStoreError) {
