@@ -29,7 +29,7 @@ extension NSManagedObjectContext {
             }
             return result
         case .dictionaryResultType:
-            throw CoreDataError(.coreData, "dictionaryResultType is not supported; fetch objects or object IDs instead.")
+            return try fetchDictionaryResults(request)
         case .managedObjectResultType:
             let objects = try fetchObjects(request)
             if let typed = Self.typed(objects, as: T.self) { return typed }

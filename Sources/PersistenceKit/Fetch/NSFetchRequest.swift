@@ -6,7 +6,15 @@ public enum NSFetchRequestResultType: UInt, Sendable {
     case managedObjectResultType = 0
     /// Object IDs (`NSFetchRequest<NSManagedObjectID>`).
     case managedObjectIDResultType = 1
-    /// Dictionaries are not supported; kept so that code naming it compiles (fetches with it throw).
+    /// Dictionaries (`NSFetchRequest<NSDictionary>`, or `<[String: Any]>`) of the values of
+    /// ``NSFetchRequest/propertiesToFetch``, read from the store: unsaved changes are not
+    /// seen, whatever `includesPendingChanges` says. Numbers and booleans are `NSNumber`s
+    /// (read them `as? Int`, `as? Double`, `as? Bool`), strings `String`, and `Date`, `Data`,
+    /// `UUID`, `URL`, `Decimal`; a to-one relationship is its target's `NSManagedObjectID`.
+    /// A nil value has no key. Aggregates: `count:` an `Int64`, `sum:` an `Int64` over
+    /// integers (a `Double` over floating-point values, a `Decimal` over decimals),
+    /// `average:` a `Double` (a `Decimal` over decimals), `min:`/`max:` the attribute's
+    /// value; over no values only `count:` has a value (0).
     case dictionaryResultType = 2
     /// One `NSNumber` holding the count (`NSFetchRequest<NSNumber>`).
     case countResultType = 4
@@ -96,6 +104,26 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     public var resultType: NSFetchRequestResultType = .managedObjectResultType
     /// Not used (all relationships fault lazily); kept for source compatibility.
     public var relationshipKeyPathsForPrefetching: [String]?
+    /// What a dictionary fetch (``NSFetchRequestResultType/dictionaryResultType``) returns
+    /// for each result: attribute names (`String`) or the entity's `NSAttributeDescription`s,
+    /// to-one `NSRelationshipDescription`s (the target's `NSManagedObjectID`), and
+    /// ``NSExpressionDescription``s (a computed value keyed by its name). `nil` (the default)
+    /// returns every attribute. Ignored by the other result types.
+    public var propertiesToFetch: [Any]?
+    /// The properties a dictionary fetch groups by — attribute names, attribute or to-one
+    /// relationship descriptions — giving one result per distinct combination of their
+    /// values. Every fetched property that is not an aggregate must then be among them (the
+    /// fetch throws otherwise, as Core Data's store refuses such SQL). `nil` (the default)
+    /// makes one group of all rows when an aggregate is fetched, none otherwise.
+    public var propertiesToGroupBy: [Any]?
+    /// Which results of a dictionary fetch to keep, tested on each result dictionary (for a
+    /// grouped fetch, each group, keyed by property and expression names) before distinct
+    /// results, sort and window apply: Core Data's `havingPredicate`, as a closure. An error
+    /// it throws ends the fetch. `nil` (the default) keeps every result.
+    public var havingFilter: (([String: Any]) throws -> Bool)?
+    /// Whether a dictionary fetch leaves out results equal to an earlier one. Defaults to
+    /// `false`; ignored by the other result types.
+    public var returnsDistinctResults: Bool = false
 
     /// Creates a request for the entity named `entityName`.
     public init(entityName: String) {
