@@ -54,7 +54,7 @@ extension NSManagedObjectContext {
             return nil
         }
         return try builder.results(
-            having: request.havingFilter, distinct: request.returnsDistinctResults, offset: request.fetchOffset,
+            having: Self.having(request), distinct: request.returnsDistinctResults, offset: request.fetchOffset,
             limit: request.fetchLimit
         ) { cells in
             var dictionary: [String: Any] = [:]
@@ -100,6 +100,20 @@ extension NSManagedObjectContext {
             guard let entity = target ?? model.entities.first(where: { $0.index == row.entity }) else { return nil }
             return NSManagedObjectID(entity: entity, objectKey: ObjectKey(row: row, storeNumber: storeNumber))
         case let .references(rows): return rows.count  // not reached: the plan refuses to-many relationships
+        }
+    }
+
+    /// The group filter of `request`: its `havingPredicate` (a format predicate evaluated on
+    /// each group's dictionary) when set, else its `havingFilter`.
+    static func having<T>(_ request: NSFetchRequest<T>) -> (([String: Any]) throws -> Bool)? {
+        guard let predicate = request.havingPredicate else { return request.havingFilter }
+        let syntax = predicate.formatSyntax
+        return { group in
+            switch syntax {
+            case let .success(tree)?: return try PersistenceKit.evaluate(tree, onValue: group, variables: [:])
+            case let .failure(error)?: throw error
+            case nil: return predicate.evaluate(with: group)
+            }
         }
     }
 }

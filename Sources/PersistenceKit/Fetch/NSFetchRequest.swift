@@ -121,6 +121,11 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// results, sort and window apply: Core Data's `havingPredicate`, as a closure. An error
     /// it throws ends the fetch. `nil` (the default) keeps every result.
     public var havingFilter: (([String: Any]) throws -> Bool)?
+    /// Core Data's spelling of ``havingFilter``: a predicate over each group's dictionary,
+    /// whose keys are the fetched properties' and expression descriptions' names
+    /// (`NSPredicate(format: "total > 100")`). Used when set; a format that does not parse
+    /// makes the fetch throw its ``PredicateFormatError``.
+    public var havingPredicate: NSPredicate?
     /// Whether a dictionary fetch leaves out results equal to an earlier one. Defaults to
     /// `false`; ignored by the other result types.
     public var returnsDistinctResults: Bool = false

@@ -102,15 +102,33 @@ import Testing
     func havingFiltersGroups(kind: String) throws {
         let f = try SalesFixture(kind)
         let request = SalesFixture.request()
-        request.propertiesToFetch = ["product", aggregate("total", "sum:", "price")]
+        request.propertiesToFetch = ["product", aggregate("units", "sum:", "quantity")]
         request.propertiesToGroupBy = ["product"]
-        request.havingFilter = { ($0["total"] as? Double ?? 0) > 4 }
-        request.sortKeys = [SortKey("total", ascending: false)]
+        request.havingFilter = { ($0["units"] as? Int64 ?? 0) > 5 }
+        request.sortKeys = [SortKey("units", ascending: false)]
         let results = try f.fetch(request)
-        let totals = Dictionary(grouping: SalesFixture.rows, by: \.product).mapValues { Self.sum($0, \.price) }
-        let expected = totals.filter { $0.value > 4 }.sorted { $0.value > $1.value }
+        let units = Dictionary(grouping: SalesFixture.rows, by: \.product).mapValues { $0.reduce(Int64(0)) { $0 + $1.quantity } }
+        let expected = units.filter { $0.value > 5 }.sorted { $0.value > $1.value }
+        #expect(!expected.isEmpty && expected.count < units.count, "the filter keeps some groups, not all")
         #expect(results.map { $0["product"] as? String } == expected.map(\.key))
-        #expect(results.map { $0["total"] as? Double } == expected.map(\.value))
+        #expect(results.map { $0["units"] as? Int64 } == expected.map(\.value))
+    }
+
+    /// The same groups through Core Data's spelling: a format predicate over each group's
+    /// dictionary.
+    @Test(arguments: ["memory", "file"])
+    func havingPredicateFiltersGroupsByName(kind: String) throws {
+        let f = try SalesFixture(kind)
+        let request = SalesFixture.request()
+        request.propertiesToFetch = ["product", aggregate("units", "sum:", "quantity")]
+        request.propertiesToGroupBy = ["product"]
+        request.havingPredicate = NSPredicate(format: "units > %d", 5)
+        request.sortKeys = [SortKey("units", ascending: false)]
+        let results = try f.fetch(request)
+        let units = Dictionary(grouping: SalesFixture.rows, by: \.product).mapValues { $0.reduce(Int64(0)) { $0 + $1.quantity } }
+        let expected = units.filter { $0.value > 5 }.sorted { $0.value > $1.value }
+        #expect(!expected.isEmpty && expected.count < units.count, "the filter keeps some groups, not all")
+        #expect(results.map { $0["product"] as? String } == expected.map(\.key))
     }
 
     @Test(arguments: ["memory", "file"])

@@ -30,6 +30,8 @@ enum PredicateOperand {
     case value(PredicateValue)
     case object(NSManagedObject)
     case many([PredicateOperand])
+    /// A dictionary result (a group of a dictionary fetch): keys read its entries.
+    case record([String: Any])
 
     init(_ constant: PredicateValue) {
         switch constant {
@@ -47,6 +49,8 @@ enum PredicateOperand {
         }
         if let o = any as? NSManagedObject {
             self = .object(o)
+        } else if let record = any as? [String: Any] {
+            self = .record(record)
         } else if let set = any as? Set<NSManagedObject> {
             self = .many(set.map { .object($0) })
         } else if let constant = PredicateValue(argument: any), case .collection = constant,
@@ -173,6 +177,8 @@ struct PredicateEvaluation {
                 if case let .many(inner) = v { return inner }
                 return [v]
             })
+        case let .record(entries):
+            return PredicateOperand(entries[key])
         case .value:
             throw PredicateEvaluationError(description: "the key '\(key)' follows a value that is not an object")
         }
@@ -219,6 +225,7 @@ extension PredicateOperand {
         case let .value(v): return v
         case let .object(o): return o
         case let .many(xs): return xs.map(\.anyValue)
+        case let .record(entries): return entries
         }
     }
 }
