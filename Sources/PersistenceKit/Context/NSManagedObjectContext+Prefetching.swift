@@ -59,7 +59,7 @@ extension NSManagedObjectContext {
         func add(_ o: NSManagedObject) {
             guard seen.insert(ObjectIdentifier(o)).inserted else { return }
             targets.append(o)
-            if o.needsRowForPrefetch, let row = o.rowID, missingSeen.insert(row).inserted { missing.append(row) }
+            if o.isFaultWithoutRow, let row = o.rowID, missingSeen.insert(row).inserted { missing.append(row) }
         }
         for source in sources {
             switch source.prefetchTargets(at: i) {
@@ -141,7 +141,7 @@ enum PrefetchTargets {
 
 extension NSManagedObject {
     /// Whether this object is a fault that holds no row, so that firing it reads the store.
-    var needsRowForPrefetch: Bool {
+    var isFaultWithoutRow: Bool {
         flags.contains(.fault) && !flags.contains(.invalidated) && (valueStorage != .snapshot || storedSnapshot == nil)
     }
 
