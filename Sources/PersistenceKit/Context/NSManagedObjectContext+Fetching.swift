@@ -165,6 +165,7 @@ extension NSManagedObjectContext {
                 o.fireFault()
             }
         }
+        try prefetchRelationships(request.relationshipKeyPathsForPrefetching, of: matches, entity: entity)
         return matches
     }
 

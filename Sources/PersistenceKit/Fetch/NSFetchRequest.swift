@@ -102,7 +102,18 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     public var shouldRefreshRefetchedObjects: Bool = false
     /// What the fetch returns. Defaults to managed objects.
     public var resultType: NSFetchRequestResultType = .managedObjectResultType
-    /// Not used (all relationships fault lazily); kept for source compatibility.
+    /// Relationship key paths (`"author"`, `"books"`, `"shelf.books"`) whose targets the
+    /// fetch loads along with the objects it returns, as Core Data prefetches them. Each
+    /// relationship step reads the store once for all of the step's targets (not once per
+    /// object when each is first touched); the targets are registered as faults holding
+    /// their rows, so reading them reads no store, and the to-many relationships of returned
+    /// objects that have values are resolved. Key paths sharing a prefix share its steps.
+    /// `nil` (the default) or empty: nothing is prefetched. Ignored when
+    /// `includesPropertyValues` is `false`, and for the objects past `fetchBatchSize`
+    /// (neither keeps the rows that name the targets).
+    ///
+    /// A component that names no relationship of the entity it is read on makes the fetch
+    /// throw ``CoreDataError`` `.coreData`, naming the key path and the entity.
     public var relationshipKeyPathsForPrefetching: [String]?
     /// What a dictionary fetch (``NSFetchRequestResultType/dictionaryResultType``) returns
     /// for each result: attribute names (`String`) or the entity's `NSAttributeDescription`s,

@@ -132,7 +132,7 @@ public struct RelationshipSet<Element: NSManagedObject> {
     public var objects: Set<Element> {
         owner.prepareForAccess("reading '\(owner.entity.properties[index].name)'")
         owner.noteRead(slot: index)
-        return Set(owner.resolvedToMany(at: index).lazy.map { downcast($0, to: Element.self, in: owner, slot: index) })
+        return Set(owner.resolvedToManyLoadingTargets(at: index).lazy.map { downcast($0, to: Element.self, in: owner, slot: index) })
     }
 
     /// Whether `object` is in the relationship.

@@ -42,7 +42,7 @@ extension Set: RelationshipValue where Element: NSManagedObject {
         object.prepareForAccess("reading '\(object.entity.properties[slot].name)'")
         object.noteRead(slot: slot)
         if object.flags.contains(.probe) { object.probedSlot = slot }
-        return Set(object.resolvedToMany(at: slot).lazy.map { downcast($0, to: Element.self, in: object, slot: slot) })
+        return Set(object.resolvedToManyLoadingTargets(at: slot).lazy.map { downcast($0, to: Element.self, in: object, slot: slot) })
     }
     /// See ``RelationshipValue``.
     public func write(to object: NSManagedObject, slot: Int) {

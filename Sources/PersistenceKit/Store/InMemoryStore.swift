@@ -131,6 +131,12 @@ public final class InMemoryStore: PersistentStore {
         state.withLock { $0.tables[id.entity]?[id.primaryKey] }
     }
 
+    /// See ``PersistentStore/fetchRows(_:)``. Under one hold of the lock, so every row is
+    /// read as of the same commit.
+    public func fetchRows(_ ids: [StoreRowID]) throws -> [StoreRow] {
+        state.withLock { s in ids.compactMap { s.tables[$0.entity]?[$0.primaryKey] } }
+    }
+
     /// See ``PersistentStore``.
     public func containsRow(_ id: StoreRowID) throws -> Bool {
         state.withLock { $0.tables[id.entity]?[id.primaryKey] != nil }

@@ -57,6 +57,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     func countRows(entity: Int32, filter: StoreFilter?) throws -> Int
     /// One row by ID, or `nil` when there is none.
     func fetchRow(_ id: StoreRowID) throws -> StoreRow?
+    /// The rows of `ids` that exist, in the order of `ids` (a row listed twice comes back
+    /// twice); rows the store does not hold are left out. All of them are read as of one
+    /// moment: no commit lands between two of them. A default calls ``fetchRow(_:)`` per ID
+    /// (which gives no such guarantee); implement it to read them in one pass.
+    func fetchRows(_ ids: [StoreRowID]) throws -> [StoreRow]
     /// Whether the row exists. Implement it when the answer is cheaper than fetching the
     /// row; the default fetches it.
     func containsRow(_ id: StoreRowID) throws -> Bool
@@ -71,6 +76,17 @@ extension PersistentStore {
 
     /// The row's version, by fetching it.
     public func rowVersion(_ id: StoreRowID) throws -> Int64? { try fetchRow(id)?.version }
+
+    /// The rows of `ids` that exist, in the order of `ids`, one ``fetchRow(_:)`` each: rows
+    /// are read one at a time, so a commit may land between two of them.
+    public func fetchRows(_ ids: [StoreRowID]) throws -> [StoreRow] {
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(ids.count)
+        for id in ids {
+            if let row = try fetchRow(id) { rows.append(row) }
+        }
+        return rows
+    }
 
     /// Does nothing: a store whose keys do not outlive it has nothing to record.
     public func recordAllocatedKeys(entities: [Int32]) throws {}
