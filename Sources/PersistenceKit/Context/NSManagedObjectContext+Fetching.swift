@@ -363,7 +363,8 @@ extension NSManagedObjectContext {
         for rule in request.sortRules {
             switch rule {
             case let .key(k):
-                guard let i = entity.propertyIndex(named: k.key), entity.properties[i] is NSAttributeDescription else { return nil }
+                guard !k.key.contains("."), let i = entity.propertyIndex(named: k.key), entity.properties[i] is NSAttributeDescription
+                else { return nil }
                 keys.append(StoreSortKey(property: i, ascending: k.ascending, comparison: k.comparison))
             case let .descriptor(d):
                 guard let i = entity.attributeIndex(forKeyPath: d.keyPath) else { return nil }

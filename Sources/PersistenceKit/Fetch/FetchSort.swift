@@ -77,19 +77,47 @@ enum FetchSortRule {
         return .string(String(describing: value))
     }
 
+    /// The value `key` names on `o`: an attribute of its own, or one reached through to-one
+    /// relationships (`author.name`; `.null` past an empty one).
     private static func sortValue(_ o: NSManagedObject, _ key: String) -> StoreValue {
-        o.attributeValue(at: checkKey(key, of: o.entity))
+        guard key.contains(".") else { return o.attributeValue(at: checkKey(key, of: o.entity)) }
+        checkKey(key, of: o.entity)
+        var current = o
+        let parts = key.split(separator: ".").map(String.init)
+        for part in parts.dropLast() {
+            guard let next = current.value(forKey: part) as? NSManagedObject else { return .null }
+            current = next
+        }
+        return current.attributeValue(at: checkKey(parts.last!, of: current.entity))
     }
 
-    /// The index of attribute `key` of `entity`, or a trap naming both.
+    /// The index of attribute `key` of `entity` (for a key through to-one relationships,
+    /// `author.name`, the index of the first relationship), or a trap naming both.
     @discardableResult
     static func checkKey(_ key: String, of entity: NSEntityDescription) -> Int {
-        guard let i = entity.propertyIndex(named: key), entity.properties[i] is NSAttributeDescription else {
-            programmerError(
-                "PersistenceKit: sort key '\(key)' is not an attribute of entity '\(entity.name)'. Known attributes: "
-                    + "\(entity.attributesByName.keys.sorted().joined(separator: ", ")).")
+        let parts = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var current = entity
+        var first: Int?
+        for (n, part) in parts.enumerated() {
+            let last = n == parts.count - 1
+            guard let i = current.propertyIndex(named: part) else { badKey(key, entity) }
+            if first == nil { first = i }
+            if last {
+                guard current.properties[i] is NSAttributeDescription else { badKey(key, entity) }
+            } else {
+                guard let r = current.properties[i] as? NSRelationshipDescription, !r.isToMany, let d = r.destinationEntity else {
+                    badKey(key, entity)
+                }
+                current = d
+            }
         }
-        return i
+        return first!
+    }
+
+    private static func badKey(_ key: String, _ entity: NSEntityDescription) -> Never {
+        programmerError(
+            "PersistenceKit: sort key '\(key)' is not an attribute of entity '\(entity.name)' or of one reached through "
+                + "to-one relationships. Known attributes: \(entity.attributesByName.keys.sorted().joined(separator: ", ")).")
     }
 }
 

@@ -159,12 +159,22 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     public var sortDescriptors: [NSSortDescriptor]? {
         get {
             let list = sortRules.compactMap { rule -> NSSortDescriptor? in
-                if case let .descriptor(d) = rule { return d }
-                return nil
+                switch rule {
+                case let .descriptor(d): d
+                case let .key(k) where k.comparison == .plain: NSSortDescriptor(key: k.key, ascending: k.ascending)
+                default: nil
+                }
             }
             return list.isEmpty ? nil : list
         }
-        set { sortRules = (newValue ?? []).map { FetchSortRule.descriptor($0) } }
+        set {
+            sortRules = (newValue ?? []).map { d in
+                // A descriptor made from a key (`NSSortDescriptor(key:ascending:)`) sorts as
+                // that key does; one made from a key path, by the key path.
+                if let key = d.stringKey { return .key(SortKey(key, ascending: d.ascending)) }
+                return .descriptor(d)
+            }
+        }
     }
 
     /// String-keyed sort order, the close equivalent of Core Data's
