@@ -147,6 +147,32 @@ import Testing
         try FSSupport.close(container)
     }
 
+    /// No ordering holds for nil, in the store as on objects: a book without a date is not
+    /// "published before" anything.
+    @Test(arguments: [false, true])
+    func orderingNeverMatchesNil(onFile: Bool) throws {
+        let folder = try TemporaryFolder()
+        let container = onFile ? try FSSupport.container(at: folder.storeURL) : try Fixtures.container()
+        try Self.seed(container.newBackgroundContext())
+        let context = container.newBackgroundContext()
+        let cut = Date(timeIntervalSince1970: 1_000_000)
+        try context.performAndWait {
+            let lamia = try #require(try context.fetch(Book.fetchRequest()).first { $0.title == "Lamia" })
+            lamia.published = Date(timeIntervalSince1970: 0)
+            try context.save()
+            let request = Book.fetchRequest()
+            request.predicate = NSPredicate(format: "published < %@", argumentArray: [cut])
+            #expect(try context.fetch(request).map(\.title) == ["Lamia"])
+            request.predicate = NSPredicate(format: "published != %@", argumentArray: [cut])
+            #expect(try context.count(for: request) == 5, "nil differs from every date")
+            let inserted = Book(context: context)
+            inserted.title = "Unsaved"
+            request.predicate = NSPredicate(format: "published < %@", argumentArray: [cut])
+            #expect(try context.fetch(request).map(\.title) == ["Lamia"], "judged on the object the same way")
+        }
+        if onFile { try FSSupport.close(container) }
+    }
+
     @Test func aFormatThatDoesNotParseFailsTheFetchWithItsColumn() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()

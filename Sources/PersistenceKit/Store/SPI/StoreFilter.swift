@@ -53,6 +53,12 @@ public struct StoreFilter: Sendable, Hashable {
             // `compare` places NaN before every number (for sorting); left to it, a store
             // filter would match NaN with `<` and `<=`, unlike the same predicate in memory.
             if v.isNaN || value.isNaN { return op == .notEqual }
+            // So is nil: no ordering holds for it (as an index's ranges leave nil out, and a
+            // format predicate on objects says), while it equals nil and differs from the rest.
+            // `compare` puts nil first for sorting; left to it, `published < date` held for
+            // every row without a date when the store scanned, and for none when an index
+            // answered.
+            if (v.isNull || value.isNull) && op != .equal && op != .notEqual { return false }
             return holds(StoreValue.compare(v, value))
         }
 
