@@ -110,6 +110,14 @@ extension AttributeIndex {
         return lo..<max(lo, hi)
     }
 
+    /// Every indexed value, in ``StoreValue/compare(_:_:)`` order (nil first).
+    mutating func orderedValues() -> [StoreValue] {
+        if sortedValues == nil {
+            sortedValues = keysByValue.keys.sorted { StoreValue.compare($0, $1) == .orderedAscending }
+        }
+        return sortedValues ?? []
+    }
+
     /// The primary keys whose value satisfies every one of `conditions` (see `valueRange`).
     mutating func keys(matchingAll conditions: [StoreFilter.Condition]) -> [Int64] {
         if conditions.count == 1, let keys = keys(matching: conditions[0]) { return keys }

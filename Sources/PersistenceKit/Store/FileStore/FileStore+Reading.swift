@@ -88,13 +88,17 @@ extension FileStore {
     /// (`RowMatcher`), so rows that fail are never decoded.
     ///
     /// `reserve` is told how many rows at most `body` will see, before the first.
+    ///
+    /// `keys`, when given, are the rows to examine, in the order to visit them (no index or
+    /// join is consulted).
     func forEachMatch(
-        entity: Int32, filter: StoreFilter?, in s: inout State, reserve: (Int) -> Void = { _ in },
+        entity: Int32, filter: StoreFilter?, keys given: [Int64]? = nil, in s: inout State, reserve: (Int) -> Void = { _ in },
         _ body: (Int64, RowRef, inout ByteReader) throws(FileStoreError) -> Void
     ) throws(FileStoreError) {
         try prepare(&s)
-        var candidates = try candidateKeys(entity: entity, filter: filter, in: &s)
-        if candidates == nil, let keys = try keysThroughToOne(entity: entity, filter: filter, in: &s) { candidates = (keys, []) }
+        var candidates: (keys: [Int64], answered: [Int])?
+        if let given { candidates = (given, []) } else { candidates = try candidateKeys(entity: entity, filter: filter, in: &s) }
+        if given == nil, candidates == nil, let keys = try keysThroughToOne(entity: entity, filter: filter, in: &s) { candidates = (keys, []) }
         guard let rows = s.tables[entity]?.rows else { return }
         reserve(candidates?.keys.count ?? rows.count)
         // The condition the index answered is not checked again on each row it gave
@@ -235,28 +239,32 @@ extension FileStore {
     /// conditions (never "not equal"), the index built if it was not; nil when no condition
     /// is on an indexed attribute.
     func indexedConditions(entity: Int32, filter: StoreFilter?, in s: inout State) throws(FileStoreError) -> (column: Int, positions: [Int])? {
-        guard let filter, let columns = indexedColumns[entity], var table = s.tables[entity] else { return nil }
+        guard let filter, indexedColumns[entity] != nil, s.tables[entity] != nil else { return nil }
         guard let column = plan(entity: entity, filter: filter).indexedProperty else { return nil }
         let positions = filter.conditions.indices.filter { filter.conditions[$0].property == column && filter.conditions[$0].op != .notEqual }
-        if !table.indexesReady {
-            s.tables[entity] = nil
-            defer { s.tables[entity] = table }
-            let image = s.image
-            let rows = table.rows
-            do {
-                try image.withBytes { buf throws(FileStoreError) in
-                    try rows.forEachRow { pk, ref throws(FileStoreError) in
-                        try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
-                    }
-                }
-            } catch {
-                // A damaged value stopped the build: drop what was built, or the next
-                // attempt would add every row again beside it.
-                table.indexes = ColumnIndexes()
-                throw error
-            }
-            table.indexesReady = true
-        }
+        try buildIndexes(entity: entity, in: &s)
         return (column, positions)
+    }
+
+    /// Builds the attribute indexes of `entity` if they are not built yet.
+    func buildIndexes(entity: Int32, in s: inout State) throws(FileStoreError) {
+        guard let columns = indexedColumns[entity], var table = s.tables[entity], !table.indexesReady else { return }
+        s.tables[entity] = nil
+        defer { s.tables[entity] = table }
+        let image = s.image
+        let rows = table.rows
+        do {
+            try image.withBytes { buf throws(FileStoreError) in
+                try rows.forEachRow { pk, ref throws(FileStoreError) in
+                    try table.index(pk: pk, ref: ref, columns: columns, buf: buf, path: path)
+                }
+            }
+        } catch {
+            // A damaged value stopped the build: drop what was built, or the next attempt
+            // would add every row again beside it.
+            table.indexes = ColumnIndexes()
+            throw error
+        }
+        table.indexesReady = true
     }
 }

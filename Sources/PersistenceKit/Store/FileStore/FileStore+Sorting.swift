@@ -13,6 +13,9 @@ extension FileStore {
             return Self.sortAndCut(try fetchRows(entity: entity, filter: filter), order: order, offset: offset, limit: limit)
         }
         return try state.withLock { s throws(FileStoreError) -> [StoreRow] in
+            if let page = try pageByIndex(entity: entity, filter: filter, order: order, offset: offset, limit: limit, in: &s) {
+                return page
+            }
             let keep = limit > 0 ? max(0, offset) + limit : Int.max
             var best = BestRows(order: order, capacity: keep)
             let columns = order.map(\.property)
@@ -25,19 +28,63 @@ extension FileStore {
                 }
                 best.offer(BestRows.Candidate(values: values, pk: pk, ref: ref))
             }
-            let shape = rowShapes.shape(entity)
-            return try s.image.withBytes { buf throws(FileStoreError) -> [StoreRow] in
-                var rows: [StoreRow] = []
-                for c in best.ordered().dropFirst(max(0, offset)) {
-                    var r = ByteReader(buf, range: c.ref.offset..<(c.ref.offset + c.ref.length), path: path)
-                    rows.append(
-                        StoreRow(
-                            id: StoreRowID(entity: entity, primaryKey: c.pk), version: c.ref.version,
-                            values: try FileStoreFormat.decodeValues(&r, shape: shape)))
-                }
-                return rows
+            return try decode(best.ordered().dropFirst(max(0, offset)).map { ($0.pk, $0.ref) }, of: entity, in: &s)
+        }
+    }
+
+    /// The rows at `refs`, decoded.
+    private func decode(_ refs: [(pk: Int64, ref: RowRef)], of entity: Int32, in s: inout State) throws(FileStoreError) -> [StoreRow] {
+        let shape = rowShapes.shape(entity)
+        return try s.image.withBytes { buf throws(FileStoreError) -> [StoreRow] in
+            var rows: [StoreRow] = []
+            rows.reserveCapacity(refs.count)
+            for (pk, ref) in refs {
+                var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+                rows.append(
+                    StoreRow(
+                        id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version,
+                        values: try FileStoreFormat.decodeValues(&r, shape: shape)))
+            }
+            return rows
+        }
+    }
+
+    /// A page sorted by one indexed attribute, read from the index in order: the rows are
+    /// tested in the order of their values (primary-key order among equal ones) until the
+    /// page is full, so a sorted page touches little more than its rows. Nil when the index
+    /// cannot give the order: no limit, several sort keys, a string comparison other than
+    /// the plain one, an attribute that is not indexed or whose values may be NaN (which no
+    /// index holds), or a filter that an index answers itself (its rows are fewer).
+    private func pageByIndex(
+        entity: Int32, filter: StoreFilter?, order: [StoreSortKey], offset: Int, limit: Int, in s: inout State
+    ) throws(FileStoreError) -> [StoreRow]? {
+        guard limit > 0, order.count == 1, order[0].comparison == .plain, let column = Optional(order[0].property),
+            indexedColumns[entity]?.contains(column) == true, plan(entity: entity, filter: filter).indexedProperty == nil,
+            let e = model.entities.first(where: { $0.index == entity }), column < e.properties.count,
+            let type = (e.properties[column] as? NSAttributeDescription)?.attributeType,
+            ![.doubleAttributeType, .floatAttributeType, .dateAttributeType].contains(type)
+        else { return nil }
+        try prepare(&s)
+        try buildIndexes(entity: entity, in: &s)
+        guard s.tables[entity] != nil else { return [] }
+        let values = s.tables[entity]!.indexes[column].orderedValues()
+        let needed = max(0, offset) + limit
+        var found: [(pk: Int64, ref: RowRef)] = []
+        var i = order[0].ascending ? 0 : values.count - 1
+        let step = order[0].ascending ? 1 : -1
+        while found.count < needed, i >= 0, i < values.count {
+            // The rows of whole values, at least as many as the page still lacks, tested in
+            // one pass.
+            var chunk: [Int64] = []
+            while chunk.count < max(64, needed - found.count), i >= 0, i < values.count {
+                chunk += (s.tables[entity]!.indexes[column].keysByValue[values[i]]?.elements ?? []).sorted()
+                i += step
+            }
+            try forEachMatch(entity: entity, filter: filter, keys: chunk, in: &s) { pk, ref, _ throws(FileStoreError) in
+                found.append((pk, ref))
             }
         }
+        return try decode(Array(found.prefix(needed).dropFirst(max(0, offset))), of: entity, in: &s)
     }
 }
 
