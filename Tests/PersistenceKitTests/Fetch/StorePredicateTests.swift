@@ -173,6 +173,19 @@ import Testing
         if onFile { try FSSupport.close(container) }
     }
 
+    /// A case-insensitive `contains` of an ASCII pattern is searched in a stored ASCII string's
+    /// bytes; any other string the general way, with Unicode case folding.
+    @Test func caseInsensitiveContainsOnBytesAndOnStrings() {
+        let test = PreparedText(StoreTextTest(.contains, "mile", caseInsensitive: true))
+        func bytes(_ s: String) -> Bool? { Array(s.utf8).withUnsafeBytes { test.matches(utf8: $0) } }
+        #expect(bytes("SMILE") == true)
+        #expect(bytes("smil") == false)
+        #expect(bytes("Émile") == nil, "not ASCII: left to the general search")
+        #expect(test.matches("ÉMILE") == true)
+        let kelvin = PreparedText(StoreTextTest(.contains, "k", caseInsensitive: true))
+        #expect(kelvin.matches("\u{212A}elvin") == true, "the Kelvin sign folds to k")
+    }
+
     @Test func aFormatThatDoesNotParseFailsTheFetchWithItsColumn() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()

@@ -33,6 +33,16 @@ struct FileRowReader: StoreRowReader {
         return Row(pk: id.primaryKey, ref: ref)
     }
 
+    func text(_ column: Int, of row: Row, entity: Int32, passes test: PreparedText) throws(FileStoreError) -> Bool? {
+        var r = ByteReader(buf, range: row.ref.offset..<(row.ref.offset + row.ref.length), path: path)
+        let n = Int(try r.u16())
+        guard column < n else { return nil }
+        for _ in 0..<column { try FileStoreFormat.skipValue(&r) }
+        guard try r.u8() == FileStoreFormat.Tag.string.rawValue else { return nil }
+        let length = Int(try r.u32())
+        return test.matches(utf8: try r.bytes(length))
+    }
+
     func targets(_ column: Int, of row: Row, entity: Int32) throws(FileStoreError) -> [StoreRowID] {
         if case let .references(ids) = try value(column, of: row, entity: entity) { return ids }
         return []

@@ -11,6 +11,14 @@ protocol StoreRowReader {
     func row(_ id: StoreRowID) throws -> Row?
     /// The rows the to-many relationship `column` of `row` leads to.
     func targets(_ column: Int, of row: Row, entity: Int32) throws -> [StoreRowID]
+    /// Whether the string in `column` of `row` passes `test`, read without making a
+    /// `String` when the reader can; nil to have the value read and tested the usual way.
+    func text(_ column: Int, of row: Row, entity: Int32, passes test: PreparedText) throws -> Bool?
+}
+
+extension StoreRowReader {
+    /// Nil: the value is read and tested the usual way.
+    func text(_ column: Int, of row: Row, entity: Int32, passes test: PreparedText) throws -> Bool? { nil }
 }
 
 /// A ``StorePredicate`` prepared for testing many rows: text patterns folded and regular
@@ -89,6 +97,7 @@ struct PreparedStorePredicate: Sendable {
             let v = try value(path, row, entity, reader)
             return constants.contains { Self.holds(v, .equal, $0) }
         case let .text(path, test):
+            if path.through.isEmpty, let answer = try reader.text(path.property, of: row, entity: entity, passes: test) { return answer }
             guard case let .string(s) = try value(path, row, entity, reader) else { return false }
             return test.matches(s)
         case let .each(path, quantifier, destination, inner):
@@ -177,6 +186,14 @@ final class PreparedText: Sendable {
         }
     }
 
+    /// Whether the UTF-8 string `bytes` passes the test, when that can be told from the
+    /// bytes alone (an ASCII string and a case-insensitive `contains` of an ASCII pattern);
+    /// nil otherwise.
+    func matches(utf8 bytes: UnsafeRawBufferPointer) -> Bool? {
+        guard test.kind == .contains, let folded = asciiFolded else { return nil }
+        return Self.asciiContains(bytes, folded)
+    }
+
     /// Whether `s` passes the test.
     func matches(_ s: String) -> Bool {
         switch test.kind {
@@ -223,32 +240,33 @@ final class PreparedText: Sendable {
     /// is not ASCII (Unicode case folding then decides).
     private static func asciiContains(_ s: String, _ needle: [UInt8]) -> Bool? {
         var s = s
-        return s.withUTF8 { hay -> Bool? in
-            let n = needle.count
-            if n == 0 { return true }
-            guard hay.count >= n else { return hay.allSatisfy { $0 < 0x80 } ? false : nil }
-            var sawNonASCII = false
-            var i = 0
-            let first = needle[0]
-            while i + n <= hay.count {
-                let b = hay[i]
-                if b >= 0x80 { sawNonASCII = true }
-                if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) == first {
-                    var j = 1
-                    while j < n {
-                        let c = hay[i + j]
-                        if (c >= 0x41 && c <= 0x5A ? c | 0x20 : c) != needle[j] { break }
-                        j += 1
-                    }
-                    if j == n { return true }
+        return s.withUTF8 { asciiContains(UnsafeRawBufferPointer($0), needle) }
+    }
+
+    /// Whether the lowercased ASCII `needle` occurs in the UTF-8 `hay` ignoring ASCII case;
+    /// nil when `hay` is not ASCII.
+    private static func asciiContains(_ hay: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool? {
+        // Any other byte may begin a character that Unicode case folding or canonical
+        // equivalence matches differently: such strings are searched the general way.
+        guard ByteReader.isASCII(hay) else { return nil }
+        let n = needle.count
+        if n == 0 { return true }
+        guard hay.count >= n else { return false }
+        let first = needle[0]
+        var i = 0
+        while i + n <= hay.count {
+            let b = hay[i]
+            if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) == first {
+                var j = 1
+                while j < n {
+                    let c = hay[i + j]
+                    if (c >= 0x41 && c <= 0x5A ? c | 0x20 : c) != needle[j] { break }
+                    j += 1
                 }
-                i += 1
+                if j == n { return true }
             }
-            while i < hay.count {
-                if hay[i] >= 0x80 { sawNonASCII = true }
-                i += 1
-            }
-            return sawNonASCII ? nil : false
+            i += 1
         }
+        return false
     }
 }
