@@ -12,8 +12,9 @@ extension NSPersistentContainer {
     /// A container with an on-disk file store of its own, for one test.
     ///
     /// The store lives in `<temporary directory>/<subDirectory>/<name>.store`, where the name
-    /// comes from `testName` or, by default, from the caller's `#fileID` and `#function`, so
-    /// each test gets its own store. Store files left by an earlier run under that name are
+    /// comes from `testName` or, by default, from the caller's `#fileID` and `#function`
+    /// (letters, digits, `.`, `_` and `-` kept, runs of anything else one `_`), so each test
+    /// gets its own store; the container is named `<name>` too. Store files left by an earlier run under that name are
     /// removed before loading; if a live container in this process already uses the name
     /// (parameterized tests share a `#function`), or another process has that store open, a
     /// numbered suffix keeps the stores apart.
@@ -64,9 +65,11 @@ extension NSPersistentContainer {
             storeURL = folder.appendingPathComponent("\(name).store")
         }
 
-        // The container is named after the test as given (as CoreDataEvolution's is); only
-        // the store file's name is cleaned up and numbered.
-        let container = NSPersistentContainer(name: resolvedName, managedObjectModel: model)
+        // The container is named with the store file's stem (`Module_File.swift-f` for a test
+        // `f()` in `Module/File.swift`), as CoreDataEvolution names its test containers: the
+        // raw `#fileID-#function` holds slashes and parentheses that a container name (and the
+        // default store file made from it) should not.
+        let container = NSPersistentContainer(name: name, managedObjectModel: model)
         let description = NSPersistentStoreDescription(url: storeURL)
         description.shouldAddStoreAsynchronously = false
         container.persistentStoreDescriptions = [description]
@@ -81,8 +84,9 @@ extension NSPersistentContainer {
         return container
     }
 
-    /// ``makeTest(model:testName:fileID:function:subDirectory:)`` with the model built from
-    /// `NSManagedObject` subclasses first.
+    /// ``makeTest(model:testName:fileID:function:subDirectory:)`` with the model of
+    /// `NSManagedObject` subclasses: the one `NSManagedObjectModel.makeRuntimeModel(_:)` gives,
+    /// the same instance for every test that lists the same classes.
     ///
     /// - Throws: ``ModelError`` for an invalid model, or ``TestContainerError``.
     public static func makeRuntimeTest(
@@ -92,7 +96,7 @@ extension NSPersistentContainer {
         function: String = #function,
         subDirectory: String = "PersistenceKitTestTemp"
     ) throws -> NSPersistentContainer {
-        let model = try NSManagedObjectModel(managedObjectClasses: modelTypes)
+        let model = try NSManagedObjectModel.makeRuntimeModel(modelTypes)
         return try makeTest(model: model, testName: testName, fileID: fileID, function: function, subDirectory: subDirectory)
     }
 

@@ -104,16 +104,29 @@ import Testing
         #expect(count == 0)
     }
 
-    /// The container takes the test's name as given, as CoreDataEvolution's does; only the
-    /// store file's name is cleaned up.
-    @Test func containerIsNamedAfterTheTestAsGiven() throws {
+    /// The container is named with the store file's stem, as CoreDataEvolution names its
+    /// test containers: `Module_File.swift-f` for a test `f()` in `Module/File.swift`.
+    @Test func containerIsNamedAfterTheStoreFile() throws {
         let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
         let container = try NSPersistentContainer.makeTest(model: model, testName: "Suite/test case")
-        #expect(container.name == "Suite/test case")
+        #expect(container.name == "Suite_test_case")
         let file = try #require(container.persistentStoreCoordinator.persistentStores.first?.url)
         #expect(file.lastPathComponent == "Suite_test_case.store")
         let byDefault = try NSPersistentContainer.makeTest(model: model)
-        #expect(byDefault.name == "\(#fileID)-\(#function)")
+        #expect(byDefault.name == "ModelActorKitTests_TestContainerTests.swift-containerIsNamedAfterTheStoreFile")
+    }
+
+    /// Parameterized cases share a `#function`: each gets a store of its own, and its
+    /// container the numbered stem.
+    @Test(arguments: [1, 2])
+    func parameterizedCasesGetStoresOfTheirOwn(case n: Int) throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
+        let first = try NSPersistentContainer.makeTest(model: model, testName: "shared name \(n)")
+        let second = try NSPersistentContainer.makeTest(model: model, testName: "shared name \(n)")
+        #expect(first.name == "shared_name_\(n)")
+        #expect(second.name == "shared_name_\(n)-2")
+        let url = try #require(second.persistentStoreCoordinator.persistentStores.first?.url)
+        #expect(url.deletingPathExtension().lastPathComponent == second.name)
     }
 
     @Test func folderThatCannotBeMadeIsATypedError() throws {
