@@ -33,6 +33,9 @@ extension NSManagedObjectContext {
     ///
     /// - Throws: ``CoreDataError``: a validation code (several problems come back together as
     ///   `.validationMultipleErrors`, one detailed error per problem and object);
+    ///   `.managedObjectConstraintMerge` with the ``NSConstraintConflict``s when the save would
+    ///   break a uniqueness constraint and the merge policy is ``NSErrorMergePolicy`` (other
+    ///   policies resolve it: see NSManagedObjectContext+ConstraintConflicts.swift);
     ///   `.managedObjectMerge` with the conflicts when another context saved the same objects
     ///   first and the merge policy is ``NSErrorMergePolicy`` — and under any policy when an
     ///   object this save updates was deleted from the store meanwhile (no policy brings a
@@ -124,6 +127,12 @@ extension NSManagedObjectContext {
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
                 // Resolving may change other objects (the other ends of relationships it
                 // settled): they are saved too.
+                updated = objectsInSaveOrder(updatedSet)
+            case let .constraintConflicts(clashes):
+                try resolve(clashes, sent: transaction, written: written, store: store, finalAttempt: attempt == 16)
+                // Objects that left the save leave its lists (see +ConstraintConflicts.swift).
+                inserted = inserted.filter { $0.flags.contains(.inserted) }
+                insertedVersion = insertions.version
                 updated = objectsInSaveOrder(updatedSet)
             }
         }

@@ -14,11 +14,16 @@ public let NSValidationObjectErrorKey = "NSValidationErrorObject"
 public let NSValidationKeyErrorKey = "NSValidationErrorKey"
 /// The `userInfo` key of the value that failed validation (see ``CoreDataError/value``).
 public let NSValidationValueErrorKey = "NSValidationErrorValue"
-/// The `userInfo` key of the merge conflicts (`[NSMergeConflict]`) of a `NSManagedObjectMergeError`.
+/// The `userInfo` key of the merge conflicts (`[NSMergeConflict]`) of a `NSManagedObjectMergeError`,
+/// and of the constraint conflicts (`[NSConstraintConflict]`) of a
+/// `NSManagedObjectConstraintMergeError`.
 public let NSPersistentStoreSaveConflictsErrorKey = "conflictList"
 
 /// Core Data's error code for a value that failed validation.
 public let NSManagedObjectValidationError = CoreDataError.Code.managedObjectValidation.rawValue
+/// Core Data's error code for a save that would break a uniqueness constraint (see
+/// ``NSConstraintConflict``).
+public let NSManagedObjectConstraintMergeError = CoreDataError.Code.managedObjectConstraintMerge.rawValue
 /// Core Data's error code for several validation errors (see ``NSDetailedErrorsKey``).
 public let NSValidationMultipleErrorsError = CoreDataError.Code.validationMultipleErrors.rawValue
 /// Core Data's error code for a required property that is `nil`.
@@ -59,7 +64,7 @@ extension CoreDataError: CustomNSError {
     /// The description (`NSLocalizedDescriptionKey`), and what Core Data's keys hold:
     /// ``NSDetailedErrorsKey`` (as `NSError`s), ``NSValidationObjectErrorKey`` (the object ID),
     /// ``NSValidationKeyErrorKey``, ``NSValidationValueErrorKey``,
-    /// ``NSPersistentStoreSaveConflictsErrorKey`` and
+    /// ``NSPersistentStoreSaveConflictsErrorKey`` (merge or constraint conflicts) and
     /// `NSUnderlyingErrorKey`, each only when set.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
@@ -68,6 +73,7 @@ extension CoreDataError: CustomNSError {
         if let key { info[NSValidationKeyErrorKey] = key }
         if let value { info[NSValidationValueErrorKey] = value }
         if !conflicts.isEmpty { info[NSPersistentStoreSaveConflictsErrorKey] = conflicts }
+        if !constraintConflicts.isEmpty { info[NSPersistentStoreSaveConflictsErrorKey] = constraintConflicts }
         if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
         return info
     }

@@ -10,6 +10,8 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case userCancelled = 3072
         /// A value failed validation (unknown key, wrong type, custom validation).
         case managedObjectValidation = 1550
+        /// A save would break a uniqueness constraint (see ``CoreDataError/constraintConflicts``).
+        case managedObjectConstraintMerge = 1551
         /// Several validation errors, listed in ``CoreDataError/detailedErrors``.
         case validationMultipleErrors = 1560
         /// A required property is `nil`.
@@ -59,12 +61,15 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
     public let detailedErrors: [CoreDataError]
     /// For `.managedObjectMerge`: the conflicting objects.
     public let conflicts: [NSMergeConflict]
+    /// For `.managedObjectConstraintMerge`: the broken uniqueness constraints.
+    public let constraintConflicts: [NSConstraintConflict]
     /// A lower-level error that caused this one (for example a store I/O error).
     public let underlying: (any Error & Sendable)?
 
     init(
         _ code: Code, objectID: NSManagedObjectID? = nil, key: String? = nil, value: (any Sendable)? = nil, _ message: String,
-        detailedErrors: [CoreDataError] = [], conflicts: [NSMergeConflict] = [], underlying: (any Error & Sendable)? = nil
+        detailedErrors: [CoreDataError] = [], conflicts: [NSMergeConflict] = [], constraintConflicts: [NSConstraintConflict] = [],
+        underlying: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.message = message
@@ -73,6 +78,7 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         self.value = value
         self.detailedErrors = detailedErrors
         self.conflicts = conflicts
+        self.constraintConflicts = constraintConflicts
         self.underlying = underlying
     }
 

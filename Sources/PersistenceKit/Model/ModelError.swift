@@ -27,6 +27,15 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case invalidCount
         /// A class given to the model builder cannot describe an entity.
         case unsupportedClass
+        /// A uniqueness constraint names no property.
+        case emptyUniquenessConstraint
+        /// A uniqueness constraint names a property the entity does not have (or holds
+        /// something that is neither a name nor an attribute description).
+        case unknownConstraintProperty(String)
+        /// A uniqueness constraint names a relationship; only attributes can be constrained.
+        case relationshipInConstraint(String)
+        /// A uniqueness constraint names a transient attribute, which the store never holds.
+        case transientAttributeInConstraint(String)
     }
 
     /// What is wrong.

@@ -21,6 +21,11 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
         didSet { checkMutable() }
     }
 
+    /// Whether `@Attribute(.unique)` declared the attribute: the model builder turns it into
+    /// a single-attribute constraint of the entity. Not part of the description's content
+    /// (the entity's ``NSEntityDescription/uniquenessConstraints`` are).
+    @exclusivity(unchecked) var isDeclaredUnique = false
+
     /// The value a newly inserted object starts with, or `nil`. Must be of a Swift type
     /// that converts to ``attributeType`` (for example `Int`, `Int64` or `Int16` for an
     /// integer type); a value that does not convert makes model validation fail.

@@ -62,6 +62,22 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         }
     }
 
+    /// The entity's uniqueness constraints, as Core Data's: each inner array is one
+    /// constraint, listing attribute names (`String`) or ``NSAttributeDescription``s of this
+    /// entity; no two saved objects of the entity may share the values of every attribute of
+    /// one constraint. A single-attribute constraint makes that attribute unique; a compound
+    /// one makes the combination unique. Checked by ``NSManagedObjectModel/validate()``
+    /// (unknown names, relationships and transient attributes are a ``ModelError``), and part
+    /// of the model's version hash. A save that would break one is resolved by the context's
+    /// merge policy (see `NSConstraintConflict`). Empty by default.
+    @exclusivity(unchecked) public var uniquenessConstraints: [[Any]] = [] {
+        didSet { checkMutable() }
+    }
+
+    /// The property indexes of each valid uniqueness constraint (sealed models only); empty
+    /// for an entity without constraints, which is what the save and commit paths test.
+    @exclusivity(unchecked) private(set) var uniqueColumns: [[Int]] = []
+
     /// Abstract entities are not supported (no entity inheritance); always `false`.
     public var isAbstract: Bool { false }
 
@@ -236,6 +252,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         hasTransientAttributes = slotKinds.contains(.transientAttribute)
         observesReads = managedObjectClass is any ObservableManagedObject.Type
         constrainedSlots = Self.constrainedSlots(in: properties)
+        uniqueColumns = resolvedUniquenessConstraints(byName: byName)
         defer {
             self.index = index
             sealedFlag.store(true, ordering: .releasing)
@@ -270,13 +287,13 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// properties sorted by name, class name excluded (as in Core Data's version hashes).
     var canonicalDescription: String {
         let props = properties.map(\.canonicalDescription).sorted().joined(separator: "; ")
-        return "entity \(name) { \(props) }"
+        return "entity \(name) { \(props) }\(uniquenessDescription)"
     }
 
     /// The canonical form with the properties in their order, which is the order a store
     /// keeps a row's values in (see `NSManagedObjectModel.layoutHash`).
     var layoutDescription: String {
         let props = properties.map(\.canonicalDescription).joined(separator: "; ")
-        return "entity \(name) { \(props) }"
+        return "entity \(name) { \(props) }\(uniquenessDescription)"
     }
 }

@@ -3,7 +3,9 @@ import Foundation
 extension NSManagedObjectModel {
     /// Builds a model from `NSManagedObject` subclasses that declare their properties with
     /// `@Attribute` and `@Relationship`. Each class becomes an entity named after the class;
-    /// properties come from the class and its superclasses, in declaration order.
+    /// properties come from the class and its superclasses, in declaration order. Its
+    /// uniqueness constraints are one per `@Attribute(.unique)` property, in declaration
+    /// order, then the class's own when it adopts ``UniquenessConstrained``.
     ///
     /// The result equals (`==`) a model built by hand with the same entities and properties.
     ///
@@ -20,7 +22,9 @@ extension NSManagedObjectModel {
                     "NSManagedObject itself cannot describe an entity; pass subclasses that declare @Attribute and "
                         + "@Relationship properties.")
             }
-            built.append(NSEntityDescription(name: name, managedObjectClass: cls, properties: Self.properties(of: cls)))
+            let entity = NSEntityDescription(name: name, managedObjectClass: cls, properties: Self.properties(of: cls))
+            entity.uniquenessConstraints = Self.uniquenessConstraints(of: cls, properties: entity.properties)
+            built.append(entity)
         }
         self.entities = built
         try validate()

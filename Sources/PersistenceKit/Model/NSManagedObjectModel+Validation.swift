@@ -5,7 +5,8 @@ extension NSManagedObjectModel {
     ///
     /// Reports, with the entity and property named: empty or duplicate names, unsupported
     /// attribute types, default values of the wrong type, unknown destinations, missing,
-    /// unknown or mismatched inverses, and inconsistent counts.
+    /// unknown or mismatched inverses, inconsistent counts, and uniqueness constraints that
+    /// name no attribute, an unknown property, a relationship or a transient attribute.
     ///
     /// - Throws: ``ModelError`` for the first problem found (entities and properties are
     ///   checked in name order, so the report is deterministic).
@@ -53,6 +54,7 @@ extension NSManagedObjectModel {
                     try check(r, in: entity, byName: byName)
                 }
             }
+            try entity.validateUniquenessConstraints()
         }
     }
 

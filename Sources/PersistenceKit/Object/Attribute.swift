@@ -6,6 +6,10 @@ public enum AttributeOption: Sendable, Hashable {
     case indexed
     /// Keep the value in memory only; never save it.
     case transient
+    /// No two saved objects of the entity may share the value: declares a single-attribute
+    /// uniqueness constraint on the entity (see ``NSEntityDescription/uniquenessConstraints``;
+    /// compound constraints are declared with ``UniquenessConstrained``).
+    case unique
 }
 
 /// Declares a persisted attribute on an `NSManagedObject` subclass.
@@ -14,6 +18,7 @@ public enum AttributeOption: Sendable, Hashable {
 /// final class Note: NSManagedObject {
 ///     @Attribute var title: String = ""          // required, default ""
 ///     @Attribute(.indexed) var rank: Int64 = 0   // indexed
+///     @Attribute(.unique) var slug: String = ""   // no two notes share a slug
 ///     @Attribute var due: Date?                  // optional
 /// }
 /// ```
@@ -31,7 +36,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
 
     /// The mark of a new wrapper: records the declaration while a prototype is being made
     /// (see `PropertyDeclarations`), else ``PropertyDeclarations/unmarked`` at the cost of
-    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient.
+    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient, bit 2 unique.
     @inlinable @inline(__always)
     static func mark(declaring defaultValue: Value, optionBits: UInt8) -> UInt8 {
         PropertyDeclarations.isRecording
@@ -126,6 +131,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         switch option {
         case .indexed: 1
         case .transient: 2
+        case .unique: 4
         }
     }
 
@@ -165,6 +171,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         }
         a.isIndexed = optionBits & 1 != 0
         a.isTransient = optionBits & 2 != 0
+        a.isDeclaredUnique = optionBits & 4 != 0
         if !d.isNull { a.defaultValue = Value.attributeType.anyValue(from: d) }
         return a
     }

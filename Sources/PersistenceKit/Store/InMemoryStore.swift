@@ -7,6 +7,9 @@ public let NSInMemoryStoreType = "InMemory"
 /// A store that keeps rows in memory for the life of the process: fast, and gone when the
 /// store is released. Useful for tests, previews and caches.
 ///
+/// Uniqueness constraints are kept by a unique index per constraint (see `UniqueIndexes`),
+/// built for an entity by the first commit that writes it.
+///
 /// # Thread safety
 /// All state is behind one lock; every method may be called from any thread. A commit is
 /// applied under the lock in one step, so readers never see part of it.
@@ -14,6 +17,7 @@ public final class InMemoryStore: PersistentStore {
     private struct State {
         var tables: [Int32: [Int64: StoreRow]] = [:]
         var nextKey: [Int32: Int64] = [:]
+        var unique = UniqueIndexes()
     }
 
     /// See ``PersistentStore``.
@@ -29,6 +33,8 @@ public final class InMemoryStore: PersistentStore {
     private let links: LinkKeeper
     /// The model, for the destinations of relationships a predicate follows.
     private let model: NSManagedObjectModel
+    /// The columns of each entity's uniqueness constraints (empty: no entity has any).
+    private let uniqueColumns: [Int32: [[Int]]]
 
     /// Creates an empty in-memory store for `model`.
     public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {
@@ -36,6 +42,7 @@ public final class InMemoryStore: PersistentStore {
         self.url = url
         self.links = LinkKeeper(model: model)
         self.model = model
+        self.uniqueColumns = UniqueIndexes.columns(of: model)
         self.metadata = [
             NSStoreTypeKey: NSInMemoryStoreType,
             NSStoreUUIDKey: identifier,
@@ -70,6 +77,17 @@ public final class InMemoryStore: PersistentStore {
                 }
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
+            if !uniqueColumns.isEmpty {
+                for entity in s.unique.unbuiltEntities(writtenBy: transaction, columns: uniqueColumns) {
+                    let rows = s.tables[entity] ?? [:]
+                    s.unique.build(entity, columns: uniqueColumns[entity] ?? []) { visit in
+                        for (pk, row) in rows.sorted(by: { $0.key < $1.key }) { visit(pk, row.values) }
+                    }
+                }
+                let tables = s.tables
+                let clashes = s.unique.conflicts(in: transaction, columns: uniqueColumns) { tables[$0.entity]?[$0.primaryKey] }
+                if !clashes.isEmpty { return .constraintConflicts(clashes) }
+            }
             var transaction = transaction
             links.apply(to: &transaction) { id in s.tables[id.entity]?[id.primaryKey] }
             var committed: [StoreRow] = []
@@ -89,6 +107,7 @@ public final class InMemoryStore: PersistentStore {
             for d in transaction.deletes {
                 s.tables[d.id.entity]?[d.id.primaryKey] = nil
             }
+            if !uniqueColumns.isEmpty { s.unique.apply(transaction, columns: uniqueColumns) }
             return .committed(committed)
         }
     }

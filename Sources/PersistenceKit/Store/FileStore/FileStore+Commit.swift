@@ -1,9 +1,10 @@
 import Foundation
 
-// The write path. A commit checks optimistic-lock versions, compacts the file first when it
-// holds more than twice its live data, appends one checksummed record, syncs it (full
-// durability), and only then applies it to the in-memory tables. Any failure before that
-// point leaves both the file and the tables as they were.
+// The write path. A commit checks optimistic-lock versions and uniqueness constraints,
+// compacts the file first when it holds more than twice its live data, appends one
+// checksummed record, syncs it (full durability), and only then applies it to the
+// in-memory tables. Any failure before that point leaves both the file and the tables as
+// they were.
 extension FileStore {
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
@@ -181,6 +182,10 @@ extension FileStore {
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
             if transaction.isEmpty { return .committed([]) }
+            if !uniqueColumns.isEmpty {
+                let clashes = try constraintConflicts(of: transaction, in: &s)
+                if !clashes.isEmpty { return .constraintConflicts(clashes) }
+            }
             try links.apply(to: &transaction) { id throws(FileStoreError) -> StoreRow? in
                 guard let ref = s.tables[id.entity]?.rows[id.primaryKey] else { return nil }
                 return try decodeRow(id, ref, in: &s)
@@ -324,6 +329,7 @@ extension FileStore {
             }
             // The derived ends' lists take the save's link changes together (see DerivedEnds).
             s.derived.applyPending()
+            if !uniqueColumns.isEmpty { s.unique.apply(transaction, columns: uniqueColumns) }
             // A save that leaves the file over twice its live data (deleting or rewriting most
             // rows) is followed by a compaction now, not before the next save, which may never
             // come; left to the next save, the file can stay far past the bound. Best effort: the

@@ -86,6 +86,9 @@ public final class FileStore: PersistentStore {
     let model: NSManagedObjectModel
     /// Attribute columns with an index, per entity.
     let indexedColumns: [Int32: [Int]]
+    /// The columns of each entity's uniqueness constraints (empty: no entity has any, and
+    /// commits skip the check).
+    let uniqueColumns: [Int32: [[Int]]]
     /// Keeps both ends of each stored link in agreement at commit.
     let links: LinkKeeper
     /// The derived to-many columns, which the store fills in from the owning ends.
@@ -179,6 +182,8 @@ public final class FileStore: PersistentStore {
         var closed = false
         /// Number of compactions run (for tests and diagnostics).
         var compactions = 0
+        /// The unique indexes of the uniqueness constraints (see FileStore+Uniqueness.swift).
+        var unique = UniqueIndexes()
     }
 
     /// Stores open in this process, by ``StoreLock/key(forStoreAt:)``, so that coordinators
@@ -305,6 +310,7 @@ public final class FileStore: PersistentStore {
             if !columns.isEmpty { indexed[e.index] = columns }
         }
         self.indexedColumns = indexed
+        self.uniqueColumns = UniqueIndexes.columns(of: model)
         let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
         self.recovery = opened.recovery

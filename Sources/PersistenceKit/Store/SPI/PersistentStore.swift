@@ -8,6 +8,10 @@ import Foundation
 ///   applied (and visible to every later read) or none is. Updates and deletes whose
 ///   expected version differs from the stored one make the whole transaction fail with
 ///   ``StoreCommitResult/conflicts(_:)`` and change nothing.
+/// - No commit leaves two rows of an entity with equal non-null values for every attribute
+///   of one of its uniqueness constraints: such a transaction fails with
+///   ``StoreCommitResult/constraintConflicts(_:)`` and changes nothing. (The built-in stores
+///   keep a unique index per constraint: see `UniqueIndexes`.)
 /// - Each committed row gets version `expected + 1` (1 for inserts).
 /// - Reads never see part of a transaction.
 /// - Every method is safe to call from any thread. The coordinator serializes commits, but

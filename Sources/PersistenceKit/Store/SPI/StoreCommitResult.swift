@@ -9,4 +9,8 @@ public enum StoreCommitResult: Sendable {
     case committed([StoreRow])
     /// Nothing was written because these rows changed since the writer read them.
     case conflicts([StoreConflict])
+    /// Nothing was written because the transaction would leave two rows of an entity with
+    /// the same values for one of its uniqueness constraints (reported after the version
+    /// checks pass: a transaction with both kinds reports ``conflicts(_:)``).
+    case constraintConflicts([StoreConstraintConflict])
 }
