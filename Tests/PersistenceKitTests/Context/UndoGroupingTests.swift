@@ -106,3 +106,32 @@ import Testing
         }
     }
 }
+
+/// The view context closes its group when the main queue's turn ends, as a run-loop turn
+/// ends Core Data's.
+@Suite("Undo groups of the view context") struct ViewContextUndoGroupingTests {
+    @MainActor @Test func eachMainQueueTurnIsOneGroup() async throws {
+        let container = try Fixtures.container()
+        let context = container.viewContext
+        let manager = UndoManager()
+        context.undoManager = manager
+        let book = Book(context: context)
+        book.title = "First turn"
+        #expect(manager.groupingLevel == 1)
+        await Self.nextMainQueueTurn()
+        #expect(manager.groupingLevel == 0 && manager.canUndo)
+        book.title = "Second turn"
+        await Self.nextMainQueueTurn()
+        context.undo()
+        #expect(book.title == "First turn" && context.insertedObjects == [book])
+        context.undo()
+        #expect(context.insertedObjects.isEmpty)
+    }
+
+    /// Returns after the work the main queue holds now has run.
+    @MainActor static func nextMainQueueTurn() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.main.async { done.resume() }
+        }
+    }
+}
