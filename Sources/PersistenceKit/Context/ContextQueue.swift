@@ -125,6 +125,9 @@ final class ContextQueue: Sendable {
     /// through the context retained it (a context has a side table, so that retain is the
     /// runtime's slow path: measured as a third of an observed read).
     let instrumentsObservation = Atomic<Bool>(false)
+    /// Whether the queue's context has an undo manager (`NSManagedObjectContext.undoManager`).
+    /// Here, for the same reason as `heldRowsSince`: every attribute write tests it.
+    let registersUndo = Atomic<Bool>(false)
 
     init(kind: Kind, label: String) {
         self.kind = kind

@@ -65,6 +65,7 @@ extension NSManagedObjectContext {
                 {
                     objectDidChange(object)
                 }
+                if queue.registersUndo.load(ordering: .relaxed) { recordInsertForUndo(object) }
             }
             return
         }
@@ -113,6 +114,7 @@ extension NSManagedObjectContext {
         }
         insertions.append(object)  // announced from there (see `PendingChanges`)
         noteChangesPending()
+        if queue.registersUndo.load(ordering: .relaxed) { recordInsertForUndo(object) }
         if !object.hasAwokenFromInsert {
             object.hasAwokenFromInsert = true
             object.awakeFromInsert()
@@ -148,6 +150,7 @@ extension NSManagedObjectContext {
         unprocessed.deleted.insert(object)
         unprocessed.updated.remove(object)
         noteChangesPending()
+        if queue.registersUndo.load(ordering: .relaxed) { recordDeleteForUndo(object) }
         // Here, as Core Data does, not when the deletion is processed: code after `delete(_:)`
         // (and tests written against Core Data) expects it to have run. Once per deletion:
         // delete rules that run again after a merge or refresh do not call it again. Objects

@@ -153,6 +153,7 @@ extension NSManagedObjectContext {
         rebasedWhileChanged = [:]
         pendingDeletes = []
         clearUnprocessed()
+        removeAllUndoActions()
         var info: [AnyHashable: Any] = [:]
         if !inserted.isEmpty { info[NSInvalidatedObjectsKey] = inserted }
         if !restored.isEmpty { info[NSRefreshedObjectsKey] = restored }
@@ -179,6 +180,7 @@ extension NSManagedObjectContext {
         inaccessibleObjects = []
         pendingDeletes = []
         clearUnprocessed()
+        removeAllUndoActions()
         post(.NSManagedObjectContextObjectsDidChange, userInfo: [NSInvalidatedAllObjectsKey: ids])
     }
 }

@@ -119,6 +119,8 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     @exclusivity(unchecked) var storeNumberCache: (identifier: String, number: UInt32)?
     @exclusivity(unchecked) var entityCache: (generation: Int, type: ObjectIdentifier?, entity: NSEntityDescription?) = (-1, nil, nil)
     var isSaving = false
+    /// See `undoManager` (NSManagedObjectContext+Undo.swift).
+    @exclusivity(unchecked) var storedUndoManager: UndoManager?
     /// The router of the live observation domain that instruments this context (a
     /// container's `viewContext`), which routes saved changes to its objects' readers; see
     /// `NSManagedObjectContext+Observation.swift`. Weak: releasing the domain stops routing.
@@ -476,5 +478,6 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// does), so observers hear of them.
     func processPendingChangesIfNeeded() {
         if hasUnprocessedChanges || !pendingDeletes.isEmpty { processPendingChanges() }
+        if queue.registersUndo.load(ordering: .relaxed) { closeUndoEventGroup() }
     }
 }

@@ -110,6 +110,7 @@ extension NSManagedObject {
     @usableFromInline
     func setAttribute(_ value: StoreValue, at i: Int) {
         prepareForAccess("setting '\(entity.properties[i].name)'")
+        if recordsUndo { recordAttributeForUndo(at: i, replacingWith: value) }
         if valueStorage == .snapshot { moveValuesOutOfSnapshot() }
         if valueStorage == .defaults { takeDefaultValues() }
         if valueStorage == .values {

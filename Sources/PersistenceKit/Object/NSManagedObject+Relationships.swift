@@ -81,6 +81,7 @@ extension NSManagedObject {
 
     func primitiveSetToOne(_ target: NSManagedObject?, at i: Int) {
         loadSlots()
+        if recordsUndo { recordToOneForUndo(at: i, replacingWith: target) }
         storedSlots[i] = .toOne(target)
         markChanged()
     }
@@ -91,6 +92,7 @@ extension NSManagedObject {
         let isNew = set.insert(target).inserted
         storedSlots[i] = .toMany(set)
         if isNew { recordToManyEdit(target, at: i, added: true) }
+        if isNew && recordsUndo { recordToManyForUndo(target, at: i, added: true) }
         markChanged()
     }
 
@@ -100,6 +102,7 @@ extension NSManagedObject {
         let wasThere = set.remove(target) != nil
         storedSlots[i] = .toMany(set)
         if wasThere { recordToManyEdit(target, at: i, added: false) }
+        if wasThere && recordsUndo { recordToManyForUndo(target, at: i, added: false) }
         markChanged()
     }
 
