@@ -21,6 +21,8 @@ public struct FetchExpression: Sendable, Hashable, CustomStringConvertible {
         case keyPath(String)
         case evaluatedObject
         case function(String, [FetchExpression])
+        /// A constant; nil when its type is none a predicate can hold.
+        case constant(PredicateValue?)
     }
 
     let node: Node
@@ -36,6 +38,13 @@ public struct FetchExpression: Sendable, Hashable, CustomStringConvertible {
     /// fetch with another function throws.
     public init(forFunction name: String, arguments: [FetchExpression]) {
         node = .function(name, arguments)
+    }
+
+    /// An expression whose value is `value` (numbers, strings, Booleans, dates, data, UUIDs,
+    /// URLs, decimals, `nil`). A batch update uses it in ``NSBatchUpdateRequest/propertiesToUpdate``
+    /// and throws when the value is of another type.
+    public init(forConstantValue value: Any?) {
+        node = .constant(PredicateValue(argument: value))
     }
 
     /// The object being evaluated: as the argument of `count:`, it counts rows.
@@ -81,6 +90,7 @@ public struct FetchExpression: Sendable, Hashable, CustomStringConvertible {
         case let .keyPath(k): k
         case .evaluatedObject: "SELF"
         case let .function(name, arguments): "\(name)(\(arguments.map(\.description).joined(separator: ", ")))"
+        case let .constant(value): value.map { "\($0)" } ?? "<unsupported constant>"
         }
     }
 }
