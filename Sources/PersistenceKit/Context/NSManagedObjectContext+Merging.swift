@@ -187,6 +187,7 @@ extension NSManagedObjectContext {
         let merged = ObjectIDChanges(
             inserted: Set(building: changes.inserted), updated: Set(building: changes.updated), deleted: Set(building: changes.deleted))
         if merged.inserted.isEmpty && merged.updated.isEmpty && merged.deleted.isEmpty { return }
+        forwardToMergingChildren(changes, except: nil)
         postObjectIDs(
             NSManagedObjectContext.didMergeChangesObjectIDsNotification, merged, refreshed: Set(announcedRefreshed.map(\.objectID)))
         instrumentingRouter?.routeMerge(changes, observedUpdates: observedUpdates, inserted: inserted, deleted: deleted)

@@ -125,7 +125,8 @@ extension NSManagedObjectContext {
         for o in temporary where o.managedObjectContext !== self {
             programmerError("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
         }
-        let store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
+        var store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
+        if let chained = store as? ParentContextStore { store = try chained.rootStore }  // a child's come from the root
         try allocateRows(for: temporary, in: store)
         do {
             try store.recordAllocatedKeys(entities: Array(Set(temporary.map(\.entity.index))))

@@ -679,6 +679,7 @@ extension NSManagedObjectContext {
         // A merge policy may have resolved every change away: the stream yields only writes.
         if !(ids.inserted.isEmpty && ids.updated.isEmpty && ids.deleted.isEmpty) { publishDidSave(ids) }
         coordinator.broadcast(changes, from: self)
+        forwardToMergingChildren(changes, except: nil)
         instrumentingRouter?.routeOwnSave(updated: updated, changed: changed, inserted: inserted, linkedEnds: alsoUpdated)
     }
 }

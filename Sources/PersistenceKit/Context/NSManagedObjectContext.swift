@@ -36,7 +36,9 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     public let concurrencyType: NSManagedObjectContextConcurrencyType
     let queue: ContextQueue
 
-    private let coordinatorBox = Lock<NSPersistentStoreCoordinator?>(nil)
+    /// The coordinator the context reads and saves through: for a child context, one whose
+    /// store is its parent (see `ParentContextStore`).
+    let coordinatorBox = Lock<NSPersistentStoreCoordinator?>(nil)
     /// Bumped (after the box changes) whenever the coordinator is set, so that the queue can
     /// keep its own copy and check it with one atomic load instead of taking the box's lock
     /// (measured: the lock was taken for every object created).
@@ -226,10 +228,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         for (_, c) in streams { c.finish() }
     }
 
-    /// The coordinator the context fetches from and saves to. May be set from any thread,
-    /// before the context is used.
+    /// The coordinator the context fetches from and saves to; for a child context (see
+    /// ``parent``), the root's. May be set from any thread, before the context is used.
     public var persistentStoreCoordinator: NSPersistentStoreCoordinator? {
-        get { coordinatorBox.withLock { $0 } }
+        get {
+            let own = coordinatorBox.withLock { $0 }
+            return own?.parentContextStore?.rootCoordinator ?? own
+        }
         set {
             coordinatorBox.withLock { current in
                 if let current, current !== newValue {
@@ -257,7 +262,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     var coordinator: NSPersistentStoreCoordinator {
         let generation = coordinatorGeneration.load(ordering: .acquiring)
         if coordinatorCache.generation == generation, let c = coordinatorCache.coordinator { return c }
-        let current = persistentStoreCoordinator
+        let current = coordinatorBox.withLock { $0 }
         coordinatorCache = (generation, current)
         guard let c = current else {
             programmerError(
@@ -323,6 +328,13 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             // The coordinator's list changes under the settings lock too, so that two
             // threads setting it at once leave the flag and the list in agreement.
             // (`persistentStoreCoordinator`, not `coordinator`: that one caches on the queue.)
+            if let parent {  // a child merges what its parent saves, merges and receives
+                settings.withLock { s in
+                    s.automaticallyMerges = newValue
+                    parent.setForwarding(to: self, newValue)
+                }
+                return
+            }
             guard let coordinator = persistentStoreCoordinator else {
                 programmerError(
                     "PersistenceKit: context '\(debugName)' has no persistentStoreCoordinator. Rule: set one before "

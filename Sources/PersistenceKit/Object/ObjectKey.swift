@@ -24,6 +24,18 @@ struct ObjectKey: Hashable, Sendable {
         ObjectKey(number: temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue, entityIndex: 0, store: 0)
     }
 
+    /// `count` fresh temporary numbers, unique in the process: the first of them (the rest
+    /// follow it).
+    static func reserveTemporaryNumbers(_ count: Int) -> Int64 {
+        temporaryCounter.wrappingAdd(Int64(count), ordering: .relaxed).oldValue
+    }
+
+    /// The temporary key numbered `number` (one `nextTemporary()` or
+    /// `reserveTemporaryNumbers(_:)` handed out).
+    init(temporary number: Int64) {
+        self.init(number: number, entityIndex: 0, store: 0)
+    }
+
     private init(number: Int64, entityIndex: Int32, store: UInt32) {
         self.number = number
         self.entityIndex = entityIndex
