@@ -199,8 +199,8 @@ extension NSManagedObjectContext {
         // predicate (if any) is its filter, every sort key is an attribute, and no unsaved
         // change of the entity counts. Only the rows of the window then become objects.
         let storeOrder =
-            (requestFilter == nil || storeFilter != nil) && !(pending && hasPendingChanges(of: entity))
-            ? self.storeOrder(for: request, entity: entity) : nil
+            (requestFilter == nil || storeFilter != nil)
+            ? self.storeOrder(for: request, entity: entity).flatMap { pending && hasPendingChanges(of: entity) ? nil : $0 } : nil
         var rows =
             try storeOrder.map { order in
                 try store.fetchRows(

@@ -104,21 +104,22 @@ extension FileStore {
         // The condition the index answered is not checked again on each row it gave
         // (measured: a tenth of 100 indexed equality fetches of 100 rows each).
         var remaining = filter
-        if let answered = candidates?.answered, !answered.isEmpty, let all = remaining?.conditions {
-            remaining?.conditions = all.indices.filter { !answered.contains($0) }.map { all[$0] }
+        if let answered = candidates?.answered, !answered.isEmpty {
+            // Highest position first, so the lower ones stay where they are.
+            for position in answered.sorted(by: >) { remaining?.conditions.remove(at: position) }
         }
         let matcher = RowMatcher(remaining)
         let keys = candidates?.keys
         let predicate = try preparedPredicate(filter, entity: entity, in: &s)
-        let tables = s.tables
-        let derived = s.derived
+        // Only a predicate reads other rows: a plain filter takes no copy of the tables.
+        let others = predicate.map { _ in (s.tables, s.derived) }
         try s.image.withBytes { buf throws(FileStoreError) in
             // One reader, moved from row to row: a reader per row copied the path string
             // (a retain and a release per row and condition). It is passed inout, never
             // captured: a captured var is boxed and every access checked for exclusivity
             // at run time (measured: a fifth of a filtered scan).
             var r = ByteReader(buf, range: 0..<0, path: path)
-            let reader = predicate.map { _ in
+            let reader = others.map { tables, derived in
                 FileRowReader(buf: buf, tables: tables, derived: derived, layout: derivedLayout, shapes: rowShapes, path: path)
             }
             if let keys {
