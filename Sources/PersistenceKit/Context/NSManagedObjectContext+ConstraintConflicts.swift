@@ -116,24 +116,7 @@ extension NSManagedObjectContext {
 
     /// A stored attribute value as the Swift value `value(forKey:)` gives for `type`.
     private static func sendable(_ value: StoreValue, of type: NSAttributeType?) -> (any Sendable)? {
-        switch value {
-        case .null, .reference, .references: return nil
-        case let .integer(v):
-            switch type {
-            case .integer16AttributeType?: return Int16(truncatingIfNeeded: v)
-            case .integer32AttributeType?: return Int32(truncatingIfNeeded: v)
-            default: return v
-            }
-        case let .double(v): return v
-        case let .float(v): return v
-        case let .bool(v): return v
-        case let .string(v): return v
-        case let .date(v): return v
-        case let .data(v): return v
-        case let .uuid(v): return v
-        case let .uri(v): return v
-        case let .decimal(v): return v
-        }
+        (type ?? .undefinedAttributeType).anyValue(from: value)
     }
 
     /// The error of a save that breaks uniqueness constraints under the error policy (or on

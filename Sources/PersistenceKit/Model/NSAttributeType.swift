@@ -179,7 +179,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Converts a stored value to the Swift value `value(forKey:)` returns for this type.
-    func anyValue(from value: StoreValue) -> Any? {
+    func anyValue(from value: StoreValue) -> (any Sendable)? {
         switch value {
         case .null: return nil
         case let .integer(v):

@@ -66,6 +66,9 @@ import Testing
         Query(name: "all (true when empty)", format: "ALL authors.name == 'Byron'", arguments: []) { $0.authors.allSatisfy { $0.name == "Byron" } },
         Query(name: "none (true when empty)", format: "NONE authors.name == 'Byron'", arguments: []) { !$0.authors.contains { $0.name == "Byron" } },
         Query(name: "two steps", format: "ANY shelf.books.pages > 500", arguments: []) { $0.shelf?.books.contains { $0.pages > 500 } ?? false },
+        Query(name: "constant first", format: "300 < pages", arguments: []) { $0.pages > 300 },
+        Query(name: "constant first, count", format: "2 <= authors.@count", arguments: []) { $0.authors.count >= 2 },
+        Query(name: "constant first, any", format: "ANY 'Keats' == authors.name", arguments: []) { $0.authors.contains { $0.name == "Keats" } },
     ]
 
     static func objects(_ context: NSManagedObjectContext, _ request: NSFetchRequest<Book>) throws -> [String] {

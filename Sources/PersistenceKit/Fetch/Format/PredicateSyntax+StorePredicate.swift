@@ -71,18 +71,14 @@ extension PredicateComparison {
     fileprivate func storePredicate(for entity: NSEntityDescription) -> StorePredicate? {
         // The key path on the left, the constant on the right; swapped when written the
         // other way round (`5 < pages`), which only ordering comparisons allow here.
-        var op = op
-        var keyPath: PredicateKeyPath
-        var constant: PredicateTerm
+        let keyPath: PredicateKeyPath
+        let constant: PredicateTerm
+        let flipped: Bool
         switch (left, right) {
         case let (.keyPath(k), other):
-            keyPath = k
-            constant = other
-        case let (other, .keyPath(k)):
-            guard let swapped = op.swapped else { return nil }
-            keyPath = k
-            constant = other
-            op = swapped
+            (keyPath, constant, flipped) = (k, other, false)
+        case let (other, .keyPath(k)) where op.storeOperator != nil:
+            (keyPath, constant, flipped) = (k, other, true)
         default:
             return nil
         }
@@ -90,10 +86,10 @@ extension PredicateComparison {
         switch resolve(keyPath.steps, in: entity) {
         case let .value(path, property)?:
             guard modifier == .direct else { return nil }
-            return test(path, property, op, constant)
+            return test(path, property, op, constant, flipped: flipped)
         case let .count(path)?:
             guard modifier == .direct, case let .constant(v) = constant, let n = v.exactInteger, let o = op.storeOperator else { return nil }
-            return .count(path, o, n)
+            return .count(path, flipped ? o.swapped : o, n)
         case let .toMany(path, destination, rest)?:
             let quantifier: StoreQuantifier
             switch modifier {
@@ -104,17 +100,32 @@ extension PredicateComparison {
             }
             var inner = self
             inner.modifier = .direct
-            inner.op = op
             inner.left = .keyPath(PredicateKeyPath(root: .evaluatedObject, steps: rest, stepLocations: [], location: keyPath.location))
             inner.right = constant
+            if flipped, let o = op.storeOperator { inner.op = Self.operator(o.swapped) }
             return inner.storePredicate(for: destination).map { .each(path, quantifier, $0) }
         case nil:
             return nil
         }
     }
 
-    /// The test of the value at `path` (of `property`) against `term`.
-    private func test(_ path: StorePath, _ property: NSPropertyDescription, _ op: Operator, _ term: PredicateTerm) -> StorePredicate? {
+    /// The format operator of a store comparison.
+    private static func `operator`(_ o: StoreFilter.Condition.Operator) -> Operator {
+        switch o {
+        case .equal: .equal
+        case .notEqual: .notEqual
+        case .less: .less
+        case .lessOrEqual: .lessOrEqual
+        case .greater: .greater
+        case .greaterOrEqual: .greaterOrEqual
+        }
+    }
+
+    /// The test of the value at `path` (of `property`) against `term`; `flipped` when the
+    /// constant was written first (`5 < pages`).
+    private func test(
+        _ path: StorePath, _ property: NSPropertyDescription, _ op: Operator, _ term: PredicateTerm, flipped: Bool
+    ) -> StorePredicate? {
         let values: [PredicateValue]
         switch term {
         case let .constant(.collection(vs)): values = vs
@@ -132,7 +143,7 @@ extension PredicateComparison {
             }
             guard let v = convert(single), let o = op.storeOperator else { return nil }
             if v.isNull && o != .equal && o != .notEqual { return nil }
-            return .compare(path, o, v)
+            return .compare(path, flipped ? o.swapped : o, v)
         case .between:
             guard values.count == 2, options.isEmpty, let lo = convert(values[0]), let hi = convert(values[1]) else { return nil }
             return .and([.compare(path, .greaterOrEqual, lo), .compare(path, .lessOrEqual, hi)])
@@ -175,19 +186,6 @@ extension PredicateComparison.Operator {
         case .lessOrEqual: .lessOrEqual
         case .greater: .greater
         case .greaterOrEqual: .greaterOrEqual
-        default: nil
-        }
-    }
-
-    /// The operator with its operands exchanged (`5 < pages` is `pages > 5`); nil for
-    /// operators that are not symmetric that way.
-    fileprivate var swapped: Self? {
-        switch self {
-        case .equal, .notEqual: self
-        case .less: .greater
-        case .lessOrEqual: .greaterOrEqual
-        case .greater: .less
-        case .greaterOrEqual: .lessOrEqual
         default: nil
         }
     }
