@@ -16,7 +16,7 @@ extension NSManagedObject {
 
     /// The value of the property `key`: the attribute's Swift value (`Int16`, `Int32`,
     /// `Int64`, `Double`, `Float`, `Bool`, `String`, `Date`, `Data`, `UUID`, `URL`,
-    /// `Decimal`) or `nil`; a to-one relationship's object or `nil`; a to-many
+    /// `Decimal`; a composite's `[String: Any]` by element name) or `nil`; a to-one relationship's object or `nil`; a to-many
     /// relationship's `Set<NSManagedObject>`.
     ///
     /// Traps when the entity has no property named `key`.

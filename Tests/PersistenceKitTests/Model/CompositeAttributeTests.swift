@@ -217,6 +217,22 @@ final class CAArrayOwner: NSManagedObject {
             let byLongitude = CAPlace.fetchRequest()
             byLongitude.sortKeys = [SortKey("location.longitude")]
             #expect(try context.fetch(byLongitude).map(\.name) == ["b", "c", "a"])
+
+            // A typed predicate reads the element through the struct.
+            let typed = CAPlace.fetchRequest()
+            typed.predicate = #Predicate<CAPlace> { $0.location.latitude > 10 }
+            #expect(try context.fetch(typed).map(\.name).sorted() == ["b", "c"])
+
+            // A dictionary fetch gives the composite as its dictionary.
+            let dictionaries = NSFetchRequest<[String: Any]>(entityName: "CAPlace")
+            dictionaries.resultType = .dictionaryResultType
+            dictionaries.propertiesToFetch = ["name", "location"]
+            dictionaries.sortKeys = [SortKey("name")]
+            let rows = try context.fetch(dictionaries)
+            #expect(rows.count == 3)
+            let first = try #require(rows.first?["location"] as? [String: Any])
+            #expect(first["latitude"] as? Double == 5)
+            #expect(first["longitude"] as? Double == -5)
         }
     }
 
