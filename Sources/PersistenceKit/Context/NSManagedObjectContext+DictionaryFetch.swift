@@ -53,6 +53,10 @@ extension NSManagedObjectContext {
             if case let .value(_, target) = output { return target }
             return nil
         }
+        let composites = plan.outputs.map { output -> NSCompositeAttributeDescription? in
+            guard case let .value(column, _) = output else { return nil }
+            return entity.properties[plan.columns[column]] as? NSCompositeAttributeDescription
+        }
         return try builder.results(
             having: Self.having(request), distinct: request.returnsDistinctResults, offset: request.fetchOffset,
             limit: request.fetchLimit
@@ -60,7 +64,9 @@ extension NSManagedObjectContext {
             var dictionary: [String: Any] = [:]
             dictionary.reserveCapacity(cells.count)
             for i in cells.indices {
-                if let value = Self.dictionaryValue(cells[i], target: targets[i], storeNumber: number, model: model) {
+                if let composite = composites[i] {  // a composite reads as its dictionary
+                    dictionary[names[i]] = composite.compositeAnyValue(from: cells[i])
+                } else if let value = Self.dictionaryValue(cells[i], target: targets[i], storeNumber: number, model: model) {
                     dictionary[names[i]] = value
                 }
             }

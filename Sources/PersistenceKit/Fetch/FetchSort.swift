@@ -83,19 +83,43 @@ enum FetchSortRule {
         guard key.contains(".") else { return o.attributeValue(at: checkKey(key, of: o.entity)) }
         checkKey(key, of: o.entity)
         var current = o
-        let parts = key.split(separator: ".").map(String.init)
+        var parts = key.split(separator: ".").map(String.init)
+        let element = compositeElement(of: parts, in: o.entity)
+        if element != nil { parts.removeLast() }
         for part in parts.dropLast() {
             guard let next = current.value(forKey: part) as? NSManagedObject else { return .null }
             current = next
         }
-        return current.attributeValue(at: checkKey(parts.last!, of: current.entity))
+        let value = current.attributeValue(at: checkKey(parts.last!, of: current.entity))
+        guard let element else { return value }
+        return element.composite.elementValue(element.name, in: value) ?? .null
+    }
+
+    /// The composite attribute and element name a key's last two parts name (`location.latitude`,
+    /// `place.location.latitude` through to-ones), or `nil`.
+    private static func compositeElement(of parts: [String], in entity: NSEntityDescription)
+        -> (composite: NSCompositeAttributeDescription, name: String)?
+    {
+        guard parts.count >= 2 else { return nil }
+        var current = entity
+        for part in parts.dropLast(2) {
+            guard let i = current.propertyIndex(named: part), let r = current.properties[i] as? NSRelationshipDescription,
+                let d = r.destinationEntity
+            else { return nil }
+            current = d
+        }
+        guard let i = current.propertyIndex(named: parts[parts.count - 2]),
+            let c = current.properties[i] as? NSCompositeAttributeDescription, c.elements.contains(where: { $0.name == parts.last! })
+        else { return nil }
+        return (c, parts.last!)
     }
 
     /// The index of attribute `key` of `entity` (for a key through to-one relationships,
     /// `author.name`, the index of the first relationship), or a trap naming both.
     @discardableResult
     static func checkKey(_ key: String, of entity: NSEntityDescription) -> Int {
-        let parts = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var parts = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        if compositeElement(of: parts, in: entity) != nil { parts.removeLast() }  // the composite's index
         var current = entity
         var first: Int?
         for (n, part) in parts.enumerated() {

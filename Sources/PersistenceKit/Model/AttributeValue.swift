@@ -5,7 +5,8 @@ import Foundation
 /// PersistenceKit provides conformances for every supported ``NSAttributeType``:
 /// `Int16`, `Int32`, `Int64`, `Int` (stored as Integer 64), `Double`, `Float`, `Bool`,
 /// `String`, `Date`, `Data`, `UUID`, `URL` (URI), `Decimal`, and `Optional` of each.
-/// Conforming other types is not supported: the model builder only knows these.
+/// Structs conforming to ``CompositeAttribute`` are composite attributes. Conforming other
+/// types is not supported: the model builder only knows these.
 public protocol AttributeValue {
     /// The Core Data attribute type this Swift type is stored as.
     static var attributeType: NSAttributeType { get }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Describes one attribute of an entity: its name, type, optionality, default value, and
 /// whether it is transient or indexed.
-public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
+public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable {
     // @unchecked Sendable: same proof as NSPropertyDescription (immutable once sealed).
 
     /// The attribute's storage type.
@@ -30,11 +30,11 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// that converts to ``attributeType`` (for example `Int`, `Int64` or `Int16` for an
     /// integer type); a value that does not convert makes model validation fail.
     public var defaultValue: Any? {
-        get { defaultStoreValue.flatMap { attributeType.anyValue(from: $0) } ?? rawDefault }
+        get { defaultStoreValue.flatMap { anyValue(from: $0) } ?? rawDefault }
         set {
             checkMutable()
             rawDefault = newValue
-            defaultStoreValue = attributeType.storeValue(from: newValue)
+            defaultStoreValue = storeValue(from: newValue)
         }
     }
 
@@ -60,7 +60,25 @@ public final class NSAttributeDescription: NSPropertyDescription, @unchecked Sen
     /// Re-derives the stored default after the type changed (the default may have been set
     /// before the type).
     func resolveDefault() {
-        defaultStoreValue = attributeType.storeValue(from: rawDefault)
+        defaultStoreValue = storeValue(from: rawDefault)
+    }
+
+    /// Converts an untyped Swift value to this attribute's stored form; `nil` when it does
+    /// not convert (a composite converts a dictionary through its elements).
+    func storeValue(from any: Any?) -> StoreValue? {
+        if attributeType == .compositeAttributeType, let c = self as? NSCompositeAttributeDescription {
+            return c.compositeStoreValue(from: any)
+        }
+        return attributeType.storeValue(from: any)
+    }
+
+    /// The Swift value `value(forKey:)` returns for a stored value of this attribute (a
+    /// composite's is a `[String: Any]` dictionary).
+    func anyValue(from value: StoreValue) -> Any? {
+        if attributeType == .compositeAttributeType, let c = self as? NSCompositeAttributeDescription {
+            return c.compositeAnyValue(from: value)
+        }
+        return attributeType.anyValue(from: value)
     }
 
     override var canonicalDescription: String {

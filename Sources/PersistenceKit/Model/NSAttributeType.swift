@@ -3,7 +3,8 @@ import Foundation
 /// The type of an attribute, with Core Data's case names.
 ///
 /// Supported: the integer, floating-point, decimal, string, Boolean, date, binary data,
-/// UUID and URI types. `undefinedAttributeType`, `transformableAttributeType` and
+/// UUID and URI types, and composites of them (``NSCompositeAttributeDescription``).
+/// `undefinedAttributeType`, `transformableAttributeType` and
 /// `objectIDAttributeType` exist so that code naming them compiles; a model that uses them
 /// fails validation with ``ModelError``.
 public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
@@ -37,6 +38,9 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
     case transformableAttributeType = 1800
     /// Core Data's object ID type: not supported (validation refuses it).
     case objectIDAttributeType = 2000
+    /// A composite of element attributes (``NSCompositeAttributeDescription``), stored as
+    /// one value and read as a `[String: Any]` dictionary keyed by element name.
+    case compositeAttributeType = 2100
 
     /// Whether PersistenceKit can store values of this type.
     public var isSupported: Bool {
@@ -64,6 +68,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case .URIAttributeType: "URI"
         case .transformableAttributeType: "Transformable"
         case .objectIDAttributeType: "Object ID"
+        case .compositeAttributeType: "Composite"
         }
     }
 
@@ -84,6 +89,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case (.binaryDataAttributeType, .data): true
         case (.UUIDAttributeType, .uuid): true
         case (.URIAttributeType, .uri): true
+        case (.compositeAttributeType, .data): true
         default: false
         }
     }
@@ -108,7 +114,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case .binaryDataAttributeType: [.data(Data()), .data(Data([3])), .data(Data([5, 0]))]
         case .UUIDAttributeType: [uuid(0), uuid(3), uuid(5)]
         case .URIAttributeType: [.uri(URL(string: "x-sample:a")!), .uri(URL(string: "x-sample:B")!), .uri(URL(string: "http://x.invalid/c")!)]
-        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: nil
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType, .compositeAttributeType: nil
         }
     }
 
@@ -171,8 +177,8 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case .binaryDataAttributeType: candidate = (any as? Data).map(StoreValue.data)
         case .UUIDAttributeType: candidate = (any as? UUID).map(StoreValue.uuid)
         case .URIAttributeType: candidate = (any as? URL)?.storeValue  // absolute, as the typed property stores it
-        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType:
-            candidate = nil
+        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType, .compositeAttributeType:
+            candidate = nil  // a composite converts through its description's elements
         }
         guard let candidate, accepts(candidate) else { return nil }
         return candidate

@@ -65,6 +65,7 @@ extension NSManagedObjectModel {
                 "attribute type '\(a.attributeType)' is not supported; use one of Integer 16/32/64, Double, Float, "
                     + "Boolean, String, Date, Binary Data, UUID, URI or Decimal.")
         }
+        if let c = a as? NSCompositeAttributeDescription { try c.validateElements(in: entity) }
         a.resolveDefault()
         if a.defaultStoreValue == nil {
             throw ModelError(

@@ -164,7 +164,9 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
 
     @usableFromInline
     func makeDescription(name: String, declaration: PropertyDeclaration) -> NSPropertyDescription {
-        let a = NSAttributeDescription(name: name, type: Value.attributeType)
+        let a =
+            compositeAttributeType(Value.self).map { NSCompositeAttributeDescription(name: name, elements: compositeElements(of: $0)) }
+            ?? NSAttributeDescription(name: name, type: Value.attributeType)
         a.isOptional = Value.isOptionalAttributeValue
         guard case let .attribute(d, optionBits) = declaration else {
             programmerError("PersistenceKit internal error: @Attribute '\(name)' recorded a relationship's declaration")
@@ -172,7 +174,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         a.isIndexed = optionBits & 1 != 0
         a.isTransient = optionBits & 2 != 0
         a.isDeclaredUnique = optionBits & 4 != 0
-        if !d.isNull { a.defaultValue = Value.attributeType.anyValue(from: d) }
+        if !d.isNull { a.defaultValue = a.anyValue(from: d) }
         return a
     }
 }

@@ -16,7 +16,7 @@ extension NSManagedObject {
 
     /// The value of the property `key`: the attribute's Swift value (`Int16`, `Int32`,
     /// `Int64`, `Double`, `Float`, `Bool`, `String`, `Date`, `Data`, `UUID`, `URL`,
-    /// `Decimal`) or `nil`; a to-one relationship's object or `nil`; a to-many
+    /// `Decimal`; a composite's `[String: Any]` by element name) or `nil`; a to-one relationship's object or `nil`; a to-many
     /// relationship's `Set<NSManagedObject>`.
     ///
     /// Traps when the entity has no property named `key`.
@@ -29,7 +29,7 @@ extension NSManagedObject {
     func anyValue(at i: Int) -> Any? {
         let p = entity.properties[i]
         if let a = p as? NSAttributeDescription {
-            return a.attributeType.anyValue(from: currentAttributeValue(at: i))
+            return a.anyValue(from: currentAttributeValue(at: i))
         }
         if (p as? NSRelationshipDescription)?.isToMany == true { return resolvedToMany(at: i) }
         return resolvedToOne(at: i)
@@ -136,7 +136,7 @@ extension NSManagedObject {
     }
 
     private func convert(_ value: Any?, for a: NSAttributeDescription) -> StoreValue {
-        guard let v = a.attributeType.storeValue(from: value) else {
+        guard let v = a.storeValue(from: value) else {
             programmerError(
                 "PersistenceKit: wrong value type for '\(entity.name).\(a.name)' (object \(objectID)): got "
                     + "\(value.map { "\(type(of: $0))" } ?? "nil"), expected \(a.attributeType). Rule: attribute values must "
@@ -296,7 +296,7 @@ extension NSManagedObject {
             let v = i < snapshot.values.count ? snapshot.values[i] : .null
             switch entity.properties[i] {
             case let a as NSAttributeDescription:
-                result[key] = a.attributeType.anyValue(from: v) ?? NSNull()
+                result[key] = a.anyValue(from: v) ?? NSNull()
             case let r as NSRelationshipDescription:
                 let dest = r.destinationEntity
                 switch v {

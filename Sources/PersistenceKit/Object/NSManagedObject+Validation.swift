@@ -24,7 +24,7 @@ extension NSManagedObject {
             return
         }
         if let a = p as? NSAttributeDescription {
-            guard a.attributeType.storeValue(from: value) != nil else {
+            guard a.storeValue(from: value) != nil else {
                 throw CoreDataError(
                     .managedObjectValidation, objectID: objectID, key: key,
                     "'\(entity.name).\(key)' expects a \(a.attributeType) value, got \(value.map { "\(type(of: $0))" } ?? "nil").")

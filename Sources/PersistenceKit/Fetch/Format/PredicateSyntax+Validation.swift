@@ -101,6 +101,10 @@ private struct PredicateValidation {
                 return .objects(destination, isCollection: isCollection || r.isToMany)
             }
             return .attribute(key, of: entity, isCollection: isCollection)
+        case let (.key(key), .attribute(name, entity, isCollection))
+        where entity.propertyIndex(named: name).flatMap({ entity.properties[$0] as? NSCompositeAttributeDescription })?
+            .elements.contains { $0.name == key } == true:
+            return .attribute("\(name).\(key)", of: entity, isCollection: isCollection)  // an element of a composite
         case let (.key(key), .attribute(name, entity, _)):
             throw error(
                 "'\(name)' of entity '\(entity.name)' is an attribute, so the key path cannot go on to '\(key)'", location, entity)

@@ -56,6 +56,7 @@ struct RowShapes: Sendable {
         case .binaryDataAttributeType: bits(.data)
         case .UUIDAttributeType: bits(.uuid)
         case .URIAttributeType: bits(.uri)
+        case .compositeAttributeType: bits(.data)  // see CompositeValueCoding
         // Types validation refuses never reach a store: nothing is known of their values.
         case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: .max
         }
