@@ -130,8 +130,11 @@ struct LinkKeeper: Sendable {
             patch(row, property) { $0.removes.append(source) }
         }
 
-        // What the owning ends written here change: added and removed links.
-        for (rows, isUpdate) in [(transaction.inserts, false), (transaction.updates, true)] {
+        // What the owning ends written here change: added and removed links. Updates that
+        // keep their owning ends as stored change none (the version check passed).
+        var owners = [(transaction.inserts, false)]
+        if !transaction.updatesKeepOwningEnds { owners.append((transaction.updates, true)) }
+        for (rows, isUpdate) in owners {
             for row in rows {
                 guard let entityEnds = ends(row.id.entity) else { continue }
                 let old = isUpdate ? try storedRow(row.id) : nil
