@@ -116,8 +116,9 @@ extension NSAttributeDescription {
     ///   nil (or `NSNull`) and the attribute is required.
     ///
     /// `row` is evaluated only for a message: a batch insert converts every value of every
-    /// row, and building the row's name for each (before: always) was a quarter of inserting
-    /// 100,000 rows of four attributes and a to-one.
+    /// row, and building the row's name for each (before: always) was 45% of the
+    /// instructions of a batch insert of 10,000 rows of four attributes and a to-one
+    /// (callgrind: 488M before, 269M after).
     func batchStoreValue(
         _ value: Any?, entity: NSEntityDescription, at row: @autoclosure () -> String, objectID: NSManagedObjectID? = nil
     ) throws -> StoreValue {
