@@ -114,9 +114,14 @@ extension NSAttributeDescription {
     /// - Throws: ``CoreDataError`` `.managedObjectValidation` when the value does not convert
     ///   exactly to the attribute's type; `.validationMissingMandatoryProperty` when it is
     ///   nil (or `NSNull`) and the attribute is required.
-    func batchStoreValue(_ value: Any?, entity: NSEntityDescription, at row: String, objectID: NSManagedObjectID? = nil) throws
-        -> StoreValue
-    {
+    ///
+    /// `row` is evaluated only for a message: a batch insert converts every value of every
+    /// row, and building the row's name for each (before: always) was 45% of the
+    /// instructions of a batch insert of 10,000 rows of four attributes and a to-one
+    /// (callgrind: 488M before, 269M after).
+    func batchStoreValue(
+        _ value: Any?, entity: NSEntityDescription, at row: @autoclosure () -> String, objectID: NSManagedObjectID? = nil
+    ) throws -> StoreValue {
         let converted: StoreValue?
         if let direct = Self.directStoreValue(value, attributeType), attributeType.accepts(direct) {
             converted = direct
@@ -128,10 +133,10 @@ extension NSAttributeDescription {
         guard let converted else {
             throw CoreDataError(
                 .managedObjectValidation, objectID: objectID, key: name,
-                "\(row): '\(entity.name).\(name)' is \(attributeType), and \(String(reflecting: value.map { type(of: $0) })) "
+                "\(row()): '\(entity.name).\(name)' is \(attributeType), and \(String(reflecting: value.map { type(of: $0) })) "
                     + "value \(value.map { "\($0)" } ?? "nil") does not convert to it exactly; nothing was written.")
         }
-        try checkPresent(converted, entity: entity, at: row, objectID: objectID)
+        try checkPresent(converted, entity: entity, at: row(), objectID: objectID)
         return converted
     }
 
@@ -157,11 +162,13 @@ extension NSAttributeDescription {
     /// Throws when `value` is `.null` and the attribute is required.
     ///
     /// - Throws: ``CoreDataError`` `.validationMissingMandatoryProperty`.
-    func checkPresent(_ value: StoreValue, entity: NSEntityDescription, at row: String, objectID: NSManagedObjectID? = nil) throws {
+    func checkPresent(
+        _ value: StoreValue, entity: NSEntityDescription, at row: @autoclosure () -> String, objectID: NSManagedObjectID? = nil
+    ) throws {
         if value.isNull && !isOptional {
             throw CoreDataError(
                 .validationMissingMandatoryProperty, objectID: objectID, key: name,
-                "\(row): '\(entity.name).\(name)' is required and would be nil; nothing was written.")
+                "\(row()): '\(entity.name).\(name)' is required and would be nil; nothing was written.")
         }
     }
 }

@@ -111,6 +111,8 @@ public final class NSBatchUpdateRequest: NSPersistentStoreRequest {
         let transaction = try pass.commit {
             var t = StoreTransaction()
             t.updates = try pass.store.fetchRows(entity: entity.index, filter: filter)
+            // Only attributes change below: every relationship is written as read.
+            t.updatesKeepOwningEnds = true
             let width = entity.properties.count
             for r in t.updates.indices {
                 // A row written before a property existed ends early: it is written whole.

@@ -59,6 +59,38 @@ import Testing
         #expect(try BatchSupport.books(container) == ["D1:10", "D2:20", "D3:30", "O1:1", "O2:2"])
     }
 
+    /// The encoder reuses the previous dictionary's key order: dictionaries of other sizes,
+    /// orders and key sets, and an unknown key after known ones, are read by name all the same.
+    @Test(arguments: BatchStoreKind.allCases)
+    func dictionariesOfDifferentKeysAndOrdersAreReadByName(_ kind: BatchStoreKind) throws {
+        let folder = try TemporaryFolder()
+        let container = try BatchSupport.container(kind, in: folder)
+        var objects: [[String: Any]] = []
+        var expected: [String] = []
+        for i in 0..<30 {
+            var o = [String: Any](minimumCapacity: i % 3 == 0 ? 1 : 40 * i)
+            if i % 2 == 0 {
+                o["pages"] = i
+                o["title"] = "T\(100 + i)"
+            } else {
+                o["title"] = "T\(100 + i)"
+                if i % 5 != 0 { o["pages"] = i }
+            }
+            objects.append(o)
+            expected.append("T\(100 + i):\(o["pages"] == nil ? 0 : i)")
+        }
+        _ = try BatchSupport.execute(NSBatchInsertRequest(entityName: "Book", objects: objects), on: container)
+        #expect(try BatchSupport.books(container) == expected.sorted())
+        let error = try #require(throws: CoreDataError.self) {
+            try BatchSupport.execute(
+                NSBatchInsertRequest(entityName: "Book", objects: [["title": "A", "pages": 1], ["title": "B", "pages": 2, "colour": 3]]),
+                on: container)
+        }
+        #expect(error.key == "colour")
+        #expect(error.message.contains("object 1"))
+        #expect(try BatchSupport.books(container).count == 30)
+    }
+
     @Test(arguments: BatchStoreKind.allCases)
     func defaultsFillLeftOutAttributes(_ kind: BatchStoreKind) throws {
         let folder = try TemporaryFolder()

@@ -11,6 +11,12 @@ public struct StoreTransaction: Sendable {
     public var updates: [StoreRow] = []
     /// Rows to remove, with the version the writer expects to find.
     public var deletes: [(id: StoreRowID, expectedVersion: Int64)] = []
+    /// Set by a writer whose updates carry every owning relationship end as stored at the
+    /// row's expected version (a batch update, which writes attributes only): a commit,
+    /// which refuses stale versions, then knows no link changes and does not read the
+    /// stored rows to compare. (Callgrind, batch update of 1,000 linked rows: reading them
+    /// again was 3.7M of 12.8M instructions.) Derived ends are kept as ever.
+    var updatesKeepOwningEnds = false
 
     /// Creates an empty transaction.
     public init() {}
