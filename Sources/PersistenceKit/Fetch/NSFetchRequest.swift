@@ -30,9 +30,9 @@ public enum NSFetchRequestResultType: UInt, Sendable {
 /// let books = try context.fetch(request)
 /// ```
 ///
-/// Predicates are Foundation `Predicate`s over the entity's class (there is no
-/// `NSPredicate(format:)` on Linux). Sort with `NSSortDescriptor(keyPath:ascending:)`,
-/// Foundation `SortDescriptor`s (``sortBy``), or string keys (``sortKeys``).
+/// Predicates are `NSPredicate`s (Core Data's format strings) or Foundation `Predicate`s
+/// over the entity's class. Sort with `NSSortDescriptor(key:ascending:)` or
+/// `(keyPath:ascending:)`, Foundation `SortDescriptor`s (``sortBy``), or ``sortKeys``.
 ///
 /// Not `Sendable`: build and use a request on one thread.
 public final class NSFetchRequest<ResultType>: CustomStringConvertible {

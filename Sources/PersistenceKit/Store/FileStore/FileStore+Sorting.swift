@@ -60,7 +60,7 @@ extension FileStore {
     ) throws(FileStoreError) -> [StoreRow]? {
         guard limit > 0, order.count == 1, order[0].comparison == .plain, let column = Optional(order[0].property),
             indexedColumns[entity]?.contains(column) == true, plan(entity: entity, filter: filter).indexedProperty == nil,
-            let e = model.entities.first(where: { $0.index == entity }), column < e.properties.count,
+            let e = model.entity(at: entity), column < e.properties.count,
             let type = (e.properties[column] as? NSAttributeDescription)?.attributeType,
             ![.doubleAttributeType, .floatAttributeType, .dateAttributeType].contains(type)
         else { return nil }

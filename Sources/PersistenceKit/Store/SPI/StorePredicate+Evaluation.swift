@@ -46,9 +46,8 @@ struct PreparedStorePredicate: Sendable {
     init(_ predicate: StorePredicate, entity: Int32, model: NSManagedObjectModel) {
         self.predicate = predicate
         self.entity = entity
-        let entities = Dictionary(model.entities.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         func destination(of path: StorePath, from entity: Int32) -> Int32 {
-            var e = entities[entity]
+            var e = model.entity(at: entity)
             for step in path.through {
                 e = (e.flatMap { step < $0.properties.count ? $0.properties[step] : nil } as? NSRelationshipDescription)?.destinationEntity
             }
