@@ -14,6 +14,7 @@ extension NSManagedObjectModel {
         guard let read = try? ModelFileReader(url: url, classes: []).read() else { return nil }
         self.init(entities: read.entities)
         if let identifier = read.versionIdentifier { versionIdentifiers = [identifier] }
+        modelFileURL = url
     }
 
     /// Reads the model an Xcode model file describes (see ``init(contentsOf:)``), with the
@@ -34,5 +35,6 @@ extension NSManagedObjectModel {
         let read = try ModelFileReader(url: url, classes: managedObjectClasses).read()
         self.init(entities: read.entities)
         if let identifier = read.versionIdentifier { versionIdentifiers = [identifier] }
+        modelFileURL = url
     }
 }

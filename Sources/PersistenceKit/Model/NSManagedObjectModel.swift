@@ -54,6 +54,11 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         }
     }
 
+    /// The Xcode model file this model was read from (a `.xcdatamodeld` bundle, a version
+    /// folder or a `contents` file), if any: migration looks for the store's model among the
+    /// bundle's other versions. Set once, by the model-file initializers.
+    var modelFileURL: URL?
+
     private let sealLock = Lock<Bool>(false)
     /// The validation error found when the model was sealed, if any (written once, under
     /// `sealLock`, before `isSealed` becomes true).
