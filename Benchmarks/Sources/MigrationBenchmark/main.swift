@@ -6,8 +6,8 @@
 //
 // Workloads (each on a fresh copy of a store of N items {name, value: Integer 32}):
 //   open unchanged     load with the model the store was written with, count
-//   add optional       load with a model that adds an optional attribute (lightweight
-//                      migration), count — SQLite: ALTER TABLE … ADD COLUMN, count
+//   add optional       load with a model that adds an optional attribute (a migration that
+//                      rewrites no row), count — SQLite: ALTER TABLE … ADD COLUMN, count
 //   rename and widen   load with a model that renames `value` (renaming identifier) and makes
 //                      it Integer 64, count — SQLite: CREATE TABLE … AS SELECT, drop, rename
 // The first two rows' ratio on our side alone (add optional / open unchanged) is the cost of
@@ -140,6 +140,6 @@ if arguments.count >= 3, arguments[1] == "ours" {
     }
     let unchanged = ours.map(\.openUnchanged).min() ?? .nan
     let added = ours.map(\.addOptional).min() ?? .nan
-    print(String(format: "add optional attribute / open unchanged, ours: %.1fx (goal 1.5x: the store is rewritten)", added / unchanged))
+    print(String(format: "add optional attribute / open unchanged, ours: %.1fx, %.1f ms more (no row is rewritten: a sidecar records the layout)", added / unchanged, (added - unchanged) * 1000))
     try writeJSONIfAsked(lines)
 }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Rewrites a file store written with one model into the layout of another, all or
-/// nothing.
+/// Migrates a file store written with one model to the layout of another, all or nothing:
+/// by recording the new layout beside the file when every stored row already fits it
+/// (see `FileStore+LayoutAlias.swift`), else by rewriting the rows.
 ///
 /// The migrated store is written beside the original (`Name.store-migrating`), synced, and
 /// renamed over it: until the rename the original is untouched, and the rename replaces it
@@ -23,6 +24,16 @@ enum FileStoreMigration {
         destination.seal()
         let mapping = try InferredMapping(from: source, to: destination)
         if mapping.isIdentity { return }
+        if mapping.isAppendOnly {
+            do {
+                let path = FileStore.resolvedPath(of: url)
+                let header = try FileStore.readHeader(at: path).modelHash
+                try FileStore.writeLayoutAlias(path: path, header: header, current: destination.layoutHash)
+                return
+            } catch {
+                throw MigrationError(.store, "the store at \(url.path) could not be migrated; it is unchanged.", underlying: error)
+            }
+        }
         let temporary = URL(fileURLWithPath: url.path + temporarySuffix)
         do {
             try FileStore.destroy(at: temporary)

@@ -63,6 +63,31 @@ struct InferredMapping {
     /// Whether a store of `source` needs no rewrite to be read with `destination`.
     var isIdentity: Bool { source.layoutHash == destination.layoutHash }
 
+    /// Whether every row of `source` is already a row of `destination`, ended early: the same
+    /// entities (by name, so the same indexes), each keeping its properties in place as they
+    /// were stored (name, kind, type, optionality, destination) and only appending optional
+    /// attributes without a default value, which old rows read as nil; no uniqueness
+    /// constraint changed (a new one would have to be checked against the stored rows).
+    var isAppendOnly: Bool {
+        guard source.entities.count == destination.entities.count, entities.count == destination.entities.count else { return false }
+        for map in entities {
+            let (s, d) = (map.source, map.destination)
+            guard s.name == d.name, s.index == d.index, d.properties.count >= s.properties.count,
+                s.uniqueColumns == d.uniqueColumns, s.isAbstract == d.isAbstract
+            else { return false }
+            for (i, old) in s.properties.enumerated() {
+                let new = d.properties[i]
+                guard old.versionHashFields == new.versionHashFields else { return false }
+            }
+            for new in d.properties[s.properties.count...] {
+                guard let a = new as? NSAttributeDescription, !(a is NSCompositeAttributeDescription),
+                    a.isOptional || a.isTransient, a.defaultStoreValue?.isNull ?? false
+                else { return false }
+            }
+        }
+        return true
+    }
+
     private static func check(
         _ old: NSPropertyDescription, becomes new: NSPropertyDescription, entity: String,
         sourceFor: [ObjectIdentifier: NSEntityDescription]

@@ -198,12 +198,16 @@ extension FileStore {
     ) throws(FileStoreError) -> (String, Int?) {
         let image = s.image
         let header = try image.withBytes { buf throws(FileStoreError) in try FileStoreFormat.readHeader(buf, path: path) }
-        guard header.modelHash == model.layoutHash.prefix(16) else {
-            let stored = NSManagedObjectModel.hex(header.modelHash)
+        // The header's hash, or the newer layout a migration recorded for it (see
+        // `FileStore+LayoutAlias.swift`), read only when the two differ.
+        guard header.modelHash == model.layoutHash.prefix(16)
+            || effectiveLayoutHash(header: header.modelHash, path: path) == model.layoutHash.prefix(16)
+        else {
+            let stored = NSManagedObjectModel.hex(effectiveLayoutHash(header: header.modelHash, path: path))
             throw FileStoreError(
                 .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
                 "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
-                    + "Open it with the model it was created with (migration is not supported yet).")
+                    + "Open it with the model it was created with, or load it through a container, which migrates it.")
         }
         s.formatVersion = header.version
         let storeID = header.storeID

@@ -288,7 +288,7 @@ public final class FileStore: PersistentStore {
             let lock = StoreLock(claim: key, file: lockFile)
             defer { lock.release() }
             try io(path, "deleting the store") {
-                for suffix in ["", "-new", "-compact"] { try fs.remove(path + suffix) }
+                for suffix in ["", "-new", "-compact", layoutAliasSuffix] { try fs.remove(path + suffix) }
                 try fs.remove(path + "-lock")  // last: its lock kept others out until now
                 try fs.syncDirectory(directory)
             }
