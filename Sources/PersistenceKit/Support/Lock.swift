@@ -12,6 +12,10 @@ import Darwin
 /// does not model, so TSan reported races on state that the mutex correctly protected
 /// (seen in ContextQueue's job buffer). A pthread mutex is intercepted by TSan, keeps CI's
 /// sanitizer run meaningful, and costs about the same uncontended.
+///
+/// Give it a value with storage: a zero-sized `Value` (`Void`) has no address of its own, and
+/// Thread Sanitizer then sees `withLock`'s access to it as an access to the lock object's
+/// header, which other threads read without the mutex (a false report, seen in CI).
 final class Lock<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only read or written inside `withLock`, while
     // `mutex` is held, so accesses from different threads never overlap.
