@@ -172,6 +172,48 @@ import Testing
         #expect(error?.property == "nickname")
     }
 
+    @Test func aRelationshipLeadingToAnotherEntityIsTyped() throws {
+        let entities = S.v1.replacingOccurrences(
+            of: #"destinationEntity="Book" inverseName="fan" inverseEntity="Book"/>"#,
+            with: #"destinationEntity="Writer" inverseName="favourite" inverseEntity="Writer"/>"#
+        ).replacingOccurrences(
+            of: #"<relationship name="fan" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Writer" inverseName="favourite" inverseEntity="Writer"/>"#,
+            with: "")
+        let error = try Self.expectRefused(entities)
+        #expect(error?.kind == .destinationChanged(from: "Book", to: "Writer"))
+        #expect(error?.property == "favourite")
+    }
+
+    @Test func aToManyHoldingSeveralObjectsCannotBecomeToOne() throws {
+        let folder = try TemporaryFolder()
+        let many = #"<entity name="List"><relationship name="items" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Entry" inverseName="list" inverseEntity="Entry"/></entity><entity name="Entry"><attribute name="text" attributeType="String" defaultValueString=""/><relationship name="list" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="List" inverseName="items" inverseEntity="List"/></entity>"#
+        let one = #"<entity name="List"><relationship name="items" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Entry" inverseName="list" inverseEntity="Entry"/></entity><entity name="Entry"><attribute name="text" attributeType="String" defaultValueString=""/><relationship name="list" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="List" inverseName="items" inverseEntity="List"/></entity>"#
+        let bundle = try S.bundle(in: folder.url, versions: [("V1", many), ("V2", one)], current: "V2")
+        let v1 = try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel"))
+        let seed = try S.container(at: folder.storeURL, model: v1)
+        let context = seed.newBackgroundContext()
+        try context.performAndWait {
+            let list = NSManagedObject(entity: try #require(v1.entitiesByName["List"]), insertInto: context)
+            for text in ["a", "b"] {
+                let entry = NSManagedObject(entity: try #require(v1.entitiesByName["Entry"]), insertInto: context)
+                entry.setValue(text, forKey: "text")
+                entry.setValue(list, forKey: "list")
+            }
+            try context.save()
+        }
+        try FSSupport.close(seed)
+        let error = #expect(throws: CoreDataError.self) {
+            _ = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+        }
+        let migration = error?.underlying as? MigrationError
+        guard case .toManyHoldsSeveral = migration?.kind else {
+            Issue.record("expected toManyHoldsSeveral, got \(String(describing: error))")
+            return
+        }
+        #expect(migration?.entity == "List")
+        #expect(migration?.property == "items")
+    }
+
     @Test func aStoreOfAnUnknownVersionIsMissingItsSourceModel() throws {
         let folder = try TemporaryFolder()
         let bundle = try S.bundle(in: folder.url, versions: [("V2", S.v2)], current: "V2")
