@@ -65,6 +65,14 @@ public struct StoreCommitSupport: Sendable {
         return try indexes.conflicts(in: transaction, columns: uniqueColumns, stored: stored)
     }
 
+    /// `rows` (in primary-key order) in `order` (rows equal on every key keep their order),
+    /// the first `offset` left out, at most `limit` of them (0: no limit): the order
+    /// ``PersistentStore/fetchRows(entity:filter:order:offset:limit:)`` promises, for a
+    /// store that cannot sort by some key itself.
+    public static func sorted(_ rows: [StoreRow], by order: [StoreSortKey], offset: Int, limit: Int) -> [StoreRow] {
+        InMemoryStore.sortAndCut(rows, order: order, offset: offset, limit: limit)
+    }
+
     /// `predicate` prepared for testing many rows of `entity` in memory.
     public func evaluator(for predicate: StorePredicate, entity: Int32) -> StorePredicateEvaluator {
         StorePredicateEvaluator(prepared: PreparedStorePredicate(predicate, entity: entity, model: model))
@@ -80,7 +88,8 @@ public struct StorePredicateEvaluator: Sendable {
     /// `row(_:)` reads the rows that to-one key paths and to-many tests reach (nil: no such
     /// row); to-many values are read from the rows themselves (`.references`).
     public func matches(_ row: StoreRow, rowByID: (StoreRowID) throws -> StoreRow?) throws -> Bool {
-        try prepared.evaluate(row, ClosureReader(lookup: rowByID))
+        // The reader lives only for this call, so the closure does not outlive it.
+        try withoutActuallyEscaping(rowByID) { lookup in try prepared.evaluate(row, ClosureReader(lookup: lookup)) }
     }
 }
 
