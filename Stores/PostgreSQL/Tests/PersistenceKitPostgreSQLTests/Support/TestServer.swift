@@ -31,7 +31,7 @@ enum TestServer {
     ) async throws -> NSPersistentContainer {
         PostgreSQLStore.register()
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
-        let description = NSPersistentStoreDescription(url: try #require(url), type: NSPostgreSQLStoreType)
+        let description = NSPersistentStoreDescription(url: url, type: NSPostgreSQLStoreType)
         for (k, v) in options(schema: schema, listens: listens) { description.setOption(v, forKey: k) }
         container.persistentStoreDescriptions = [description]
         try await container.loadPersistentStores()
@@ -40,7 +40,7 @@ enum TestServer {
 
     /// A store of `model` in `schema`, outside any coordinator.
     static func store(model: NSManagedObjectModel, schema: String, listens: Bool = false) throws -> PostgreSQLStore {
-        try PostgreSQLStore(url: try #require(url), options: options(schema: schema, listens: listens), model: model)
+        try PostgreSQLStore(url: url, options: options(schema: schema, listens: listens), model: model)
     }
 
     /// Deletes the store of `model` in `schema`.
