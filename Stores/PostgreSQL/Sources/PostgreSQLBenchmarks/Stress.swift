@@ -170,7 +170,11 @@ func runStressProcess(arguments: [String], url: URL) throws {
                     }
                     if let deleted { lines.withLock { $0.append("GONE \(deleted.1)") } }
                 } catch {
-                    failed.value.withLock { $0 += 1 }
+                    let first = failed.value.withLock { n in
+                        n += 1
+                        return n <= 3
+                    }
+                    if first { lines.withLock { $0.append("ERROR \(error)") } }
                     if let deleted { mine.append(deleted) }
                     context.rollback()
                 }
