@@ -57,16 +57,21 @@ extension PostgreSQLStore {
         let txid = try c.execute("BEGIN; SELECT txid_current()").text(0, 0)
         var commitSent = false
         do {
+            // Rows of entities with links are locked and read first: keeping the links needs
+            // their stored values. The others are checked by the writes themselves
+            // (`… WHERE "_pk" = $1 AND "_version" = $2`), one statement each, no read.
             var rows = RowLocks(store: self, connection: c)
-            try rows.lock(transaction.updates.map(\.id) + transaction.deletes.map(\.id))
+            try rows.lock(
+                transaction.updates.lazy.map(\.id).filter { self.support.hasLinks($0.entity) }
+                    + transaction.deletes.lazy.map(\.id).filter { self.support.hasLinks($0.entity) })
             var conflicts: [StoreConflict] = []
-            for row in transaction.updates {
+            for row in transaction.updates where support.hasLinks(row.id.entity) {
                 let current = rows.known(row.id)
                 if current?.version != row.version {
                     conflicts.append(StoreConflict(id: row.id, expectedVersion: row.version, current: current))
                 }
             }
-            for d in transaction.deletes {
+            for d in transaction.deletes where support.hasLinks(d.id.entity) {
                 if let current = rows.known(d.id), current.version != d.expectedVersion {
                     conflicts.append(StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: current))
                 }
@@ -78,8 +83,18 @@ extension PostgreSQLStore {
             var t = transaction
             try support.keepLinks(of: &t) { id in try rows.row(id) }
             try writeInserts(t.inserts, on: c)
-            for row in t.updates { try writeUpdate(row, on: c) }
-            try writeDeletes(t.deletes.map(\.id), on: c)
+            for row in t.updates {
+                // Rows read above (linked, and those keeping links reached) are locked at the
+                // version read: their write cannot miss.
+                if !(try writeUpdate(row, on: c)) {
+                    conflicts.append(StoreConflict(id: row.id, expectedVersion: row.version, current: try fetchRow(row.id, on: c)))
+                }
+            }
+            conflicts += try writeDeletes(t.deletes, on: c)
+            if !conflicts.isEmpty {
+                try c.execute("ROLLBACK")
+                return .conflicts(conflicts)
+            }
             try notify(t, txid: txid, on: c)
             commitSent = true
             try c.execute("COMMIT")
@@ -173,24 +188,41 @@ extension PostgreSQLStore {
         }
     }
 
-    /// Writes `row` over the stored one, at the next version (the row is locked and its
-    /// version was checked).
-    private func writeUpdate(_ row: StoreRow, on c: PostgreSQLConnection) throws {
+    /// Writes `row` over the stored one at the next version, if the stored one is at the
+    /// version `row` expects; false when it is not (or is gone).
+    private func writeUpdate(_ row: StoreRow, on c: PostgreSQLConnection) throws -> Bool {
         let t = try layout(row.id.entity)
         var parameters: [SQLParameter] = [.text(String(row.id.primaryKey))]
         parameters.reserveCapacity(t.columns.count + 2)
         for col in t.columns { parameters.append(try encode(row, col, t)) }
-        parameters.append(.text(String(row.version + 1)))
-        let sets = t.columns.enumerated().map { "\($1.quoted) = $\($0 + 2)" } + ["\"_version\" = $\(t.columns.count + 2)"]
-        try c.execute("UPDATE \(t.table) SET \(sets.joined(separator: ", ")) WHERE \"_pk\" = $1", parameters)
+        parameters.append(.text(String(row.version)))
+        let n = t.columns.count
+        let sets = t.columns.enumerated().map { "\($1.quoted) = $\($0 + 2)" } + ["\"_version\" = $\(n + 2) + 1"]
+        let sql = "UPDATE \(t.table) SET \(sets.joined(separator: ", ")) WHERE \"_pk\" = $1 AND \"_version\" = $\(n + 2)"
+        return try c.execute(sql, parameters).affected == 1
     }
 
-    private func writeDeletes(_ ids: [StoreRowID], on c: PostgreSQLConnection) throws {
-        for (entity, keys) in Dictionary(grouping: ids, by: \.entity).sorted(by: { $0.key < $1.key }) {
+    /// Deletes the rows at the versions expected, one statement per entity; returns the
+    /// conflicts: rows stored at another version. (A row already gone is no conflict.)
+    private func writeDeletes(_ deletes: [(id: StoreRowID, expectedVersion: Int64)], on c: PostgreSQLConnection) throws
+        -> [StoreConflict]
+    {
+        var conflicts: [StoreConflict] = []
+        for (entity, group) in Dictionary(grouping: deletes, by: \.id.entity).sorted(by: { $0.key < $1.key }) {
             let t = try layout(entity)
-            try c.execute(
-                "DELETE FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[])", [.text(ValueCoding.array(keys.map(\.primaryKey)))])
+            let r = try c.execute(
+                "DELETE FROM \(t.table) WHERE (\"_pk\", \"_version\") IN (SELECT * FROM unnest($1::bigint[], $2::bigint[])) "
+                    + "RETURNING \"_pk\"",
+                [.text(ValueCoding.array(group.map(\.id.primaryKey))), .text(ValueCoding.array(group.map(\.expectedVersion)))])
+            if r.count == Set(group.map(\.id)).count { continue }
+            let removed = Set((0..<r.count).map { r.int64($0, 0) })
+            for d in group where !removed.contains(d.id.primaryKey) {
+                if let current = try fetchRow(d.id, on: c) {
+                    conflicts.append(StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: current))
+                }
+            }
         }
+        return conflicts
     }
 
     /// The parameter for `column` of `row`.

@@ -25,6 +25,14 @@ struct SchemaBuilder {
     ///   `.persistentStoreIncompatibleVersionHash` when the stored model hash differs.
     func open(in pool: ConnectionPool) throws -> Opened {
         try pool.withConnection { c in
+            // An existing store: one read, no lock (its metadata never changes once written).
+            do {
+                let opened = try read(c)
+                try check(opened)
+                return opened
+            } catch let e as PostgreSQLStoreError where e.sqlState == "42P01" || e.sqlState == "3F000" {
+                // No metadata table (or no schema) yet: create the store below.
+            }
             try c.execute("BEGIN")
             do {
                 try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("PersistenceKit " + schema)], prepare: false)
@@ -33,15 +41,7 @@ struct SchemaBuilder {
                 let opened: Opened
                 if exists.text(0, 0) == "t" {
                     opened = try read(c)
-                    if opened.layoutHash != support.modelLayoutHash {
-                        try c.execute("ROLLBACK")
-                        let cause = PostgreSQLStoreError(
-                            .modelMismatch(storeHash: opened.layoutHash, modelHash: support.modelLayoutHash), target: target,
-                            "schema \(schema) holds a store made with model \(opened.layoutHash), not \(support.modelLayoutHash).")
-                        throw CoreDataError.storeModelMismatch(
-                            store: "\(target) (schema \(schema))", storeHash: opened.layoutHash,
-                            modelHash: support.modelLayoutHash, underlying: cause)
-                    }
+                    try check(opened)
                 } else {
                     opened = try create(c)
                 }
@@ -52,6 +52,17 @@ struct SchemaBuilder {
                 throw error
             }
         }
+    }
+
+    /// Throws the file store's mismatch error when the store was made with another model.
+    private func check(_ opened: Opened) throws {
+        guard opened.layoutHash != support.modelLayoutHash else { return }
+        let cause = PostgreSQLStoreError(
+            .modelMismatch(storeHash: opened.layoutHash, modelHash: support.modelLayoutHash), target: target,
+            "schema \(schema) holds a store made with model \(opened.layoutHash), not \(support.modelLayoutHash).")
+        throw CoreDataError.storeModelMismatch(
+            store: "\(target) (schema \(schema))", storeHash: opened.layoutHash, modelHash: support.modelLayoutHash,
+            underlying: cause)
     }
 
     private func read(_ c: PostgreSQLConnection) throws -> Opened {

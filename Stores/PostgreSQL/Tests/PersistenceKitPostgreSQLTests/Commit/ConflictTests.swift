@@ -177,4 +177,50 @@ struct ConflictTests {
             #expect(try ctx.fetch(r).count == 2)
         }
     }
+
+    @Test("Objects without relationships: a stale update and a stale delete are conflicts (versioned UPDATE and DELETE)")
+    func unlinkedConflicts() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let one = try await TestServer.container(model: model, schema: schema, listens: false)
+        let two = try await TestServer.container(model: model, schema: schema, listens: false)
+        let a = one.newBackgroundContext()
+        let (x, y) = try await a.perform {
+            let x = Record(context: a)
+            x.text = "x"
+            let y = Record(context: a)
+            y.text = "y"
+            try a.save()
+            return (x.objectID.uriRepresentation(), y.objectID.uriRepresentation())
+        }
+        let b = two.newBackgroundContext()
+        try await b.perform {
+            _ = try #require(try b.object(at: x, as: Record.self)).text
+            _ = try #require(try b.object(at: y, as: Record.self)).text
+        }
+        try await a.perform {
+            try #require(try a.object(at: x, as: Record.self)).large = 1
+            try #require(try a.object(at: y, as: Record.self)).large = 1
+            try a.save()
+        }
+        let error: (any Error)? = await b.perform {
+            do {
+                try #require(try b.object(at: x, as: Record.self)).large = 2
+                b.delete(try #require(try b.object(at: y, as: Record.self)))
+                try b.save()
+                return nil
+            } catch { return error }
+        }
+        let e = try #require(error as? CoreDataError)
+        #expect(e.code == .managedObjectMerge)
+        #expect(e.conflicts.count == 2)
+        let check = one.newBackgroundContext()
+        let stored = try await check.perform {
+            let r = NSFetchRequest<Record>(entityName: "Record")
+            r.sortKeys = [SortKey("text")]
+            return try check.fetch(r).map(\.large)
+        }
+        #expect(stored == [1, 1])
+    }
 }

@@ -33,13 +33,16 @@ struct ConnectionLossTests {
         let save = Task {
             try await ctx.perform { try ctx.save() }
         }
-        // The saving backend, found waiting on the lock (deadline 10 s), is terminated.
+        // The saving backend, found waiting on the lock (deadline 10 s), is terminated. Looked
+        // for from a session outside the lock holder's transaction, which would see the
+        // activity statistics as of its first look only.
+        let watcher = try SQLSession(url: try #require(TestServer.url))
         let deadline = ContinuousClock.now + .seconds(10)
         var terminated = false
         while !terminated && ContinuousClock.now < deadline {
-            let pids = try admin.column(
+            let pids = try watcher.column(
                 "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%\(schema)%FOR UPDATE%'")
-            for pid in pids { try admin.run("SELECT pg_terminate_backend(\(pid))") }
+            for pid in pids { try watcher.run("SELECT pg_terminate_backend(\(pid))") }
             terminated = !pids.isEmpty
             if !terminated { try await Task.sleep(for: .milliseconds(5)) }
         }
