@@ -181,7 +181,7 @@ extension PostgreSQLStore {
                     parameters.append(.text(String(row.id.primaryKey)))
                     for col in t.columns { parameters.append(try encode(row, col, t)) }
                 }
-                let sql = "INSERT INTO \(t.table) (\(t.selectList)) VALUES " + tuples.joined(separator: ", ")
+                let sql = "INSERT INTO \(t.table) (\(t.columnList)) VALUES " + tuples.joined(separator: ", ")
                 try c.execute(sql, parameters, prepare: part.count == chunk || part.count == 1)
                 start += chunk
             }
@@ -242,7 +242,7 @@ extension PostgreSQLStore {
     /// Every row of `entity`, for reporting uniqueness clashes.
     func allRows(_ entity: Int32, on c: PostgreSQLConnection) throws -> [StoreRow] {
         let t = try layout(entity)
-        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) ORDER BY \"_pk\"", [], prepare: false)
+        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) ORDER BY \"_pk\"", [], prepare: false, binary: true)
         return (0..<r.count).map { t.decodeRow(r, $0) }
     }
 }
@@ -272,7 +272,7 @@ struct RowLocks {
             let sorted = Array(Set(keys.map(\.primaryKey))).sorted()
             let r = try connection.execute(
                 "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE",
-                [.text(ValueCoding.array(sorted))])
+                [.text(ValueCoding.array(sorted))], binary: true)
             for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
             for i in 0..<r.count {
                 let row = t.decodeRow(r, i)

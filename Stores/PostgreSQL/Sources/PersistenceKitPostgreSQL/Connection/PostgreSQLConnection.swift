@@ -68,7 +68,12 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// Runs one statement with parameters `$1…$n`, prepared once per connection when
     /// `prepare` is true (statements run often), else sent with `PQexecParams`.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [SQLParameter], prepare: Bool = true) throws(PostgreSQLStoreError) -> PostgreSQLResult {
+    ///
+    /// With `binary`, the values come back in PostgreSQL's binary forms (what
+    /// ``TableLayout/decodeRow(_:_:skip:)`` reads: numbers and bytes need no parsing).
+    func execute(_ sql: String, _ parameters: [SQLParameter], prepare: Bool = true, binary: Bool = false)
+        throws(PostgreSQLStoreError) -> PostgreSQLResult
+    {
         var name: String?
         if prepare {
             if let known = prepared[sql] {
@@ -84,11 +89,11 @@ final class PostgreSQLConnection: @unchecked Sendable {
             let n = Int32(parameters.count)
             let result =
                 if let name {
-                    PQexecPrepared(handle, name, n, values, lengths, formats, 0)
+                    PQexecPrepared(handle, name, n, values, lengths, formats, binary ? 1 : 0)
                 } else {
-                    PQexecParams(handle, sql, n, nil, values, lengths, formats, 0)
+                    PQexecParams(handle, sql, n, nil, values, lengths, formats, binary ? 1 : 0)
                 }
-            return try check(result, sql)
+            return try check(result, sql, binary: binary)
         }
     }
 
@@ -150,14 +155,14 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// `result` as a ``PostgreSQLResult``, or the error it reports (the result freed).
-    private func check(_ result: OpaquePointer?, _ sql: String) throws(PostgreSQLStoreError) -> PostgreSQLResult {
+    private func check(_ result: OpaquePointer?, _ sql: String, binary: Bool = false) throws(PostgreSQLStoreError) -> PostgreSQLResult {
         guard let result else {
             throw PostgreSQLStoreError(
                 isHealthy ? .query : .connectionLost, target: target, "\(errorMessage) (running: \(Self.head(sql)))")
         }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
-            return PostgreSQLResult(result)
+            return PostgreSQLResult(result, binary: binary)
         }
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
@@ -172,11 +177,16 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 }
 
-/// The rows of a statement's result (`PGresult`), read as text.
+/// The rows of a statement's result (`PGresult`), in text or binary form.
 final class PostgreSQLResult {
     private let handle: OpaquePointer
+    /// Whether values are in PostgreSQL's binary forms (big-endian numbers, raw bytes).
+    let binary: Bool
 
-    init(_ handle: OpaquePointer) { self.handle = handle }
+    init(_ handle: OpaquePointer, binary: Bool = false) {
+        self.handle = handle
+        self.binary = binary
+    }
     deinit { PQclear(handle) }
 
     /// The number of rows.
@@ -192,9 +202,19 @@ final class PostgreSQLResult {
     @inline(__always)
     func text(_ row: Int, _ column: Int) -> String { String(cString: PQgetvalue(handle, Int32(row), Int32(column))) }
 
-    /// The value at (`row`, `column`) as a 64-bit integer, parsed from its bytes.
+    /// The value at (`row`, `column`) as a 64-bit integer: an `int2`, `int4` or `int8` in
+    /// binary form, or the text of an integer.
     @inline(__always)
     func int64(_ row: Int, _ column: Int) -> Int64 {
+        if binary {
+            return withBytes(row, column) { b in
+                var v: UInt64 = 0
+                for byte in b { v = v << 8 | UInt64(byte) }
+                // Sign-extended from the value's width (2, 4 or 8 bytes).
+                let shift = UInt64(64 - 8 * b.count)
+                return b.isEmpty ? 0 : Int64(bitPattern: v << shift) >> shift
+            }
+        }
         var p = PQgetvalue(handle, Int32(row), Int32(column))!
         var negative = false
         if p.pointee == CChar(UInt8(ascii: "-")) {
@@ -208,6 +228,19 @@ final class PostgreSQLResult {
             p += 1
         }
         return negative ? 0 &- v : v
+    }
+
+    /// The 64 bits of an 8-byte binary value (a `float8`'s bit pattern).
+    @inline(__always)
+    func bits64(_ row: Int, _ column: Int) -> UInt64 {
+        withBytes(row, column) { b in b.reduce(0) { $0 << 8 | UInt64($1) } }
+    }
+
+    /// The text of the value at (`row`, `column`), from its bytes (binary `text` values
+    /// are the string's UTF-8 bytes, with no terminator counted).
+    @inline(__always)
+    func string(_ row: Int, _ column: Int) -> String {
+        withBytes(row, column) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the raw bytes of the value at (`row`, `column`).

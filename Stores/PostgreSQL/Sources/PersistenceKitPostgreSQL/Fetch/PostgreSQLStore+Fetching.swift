@@ -27,7 +27,7 @@ extension PostgreSQLStore {
         }
         let parameters = translator.parameters
         return try pool.withConnection { c in
-            let r = try c.execute(sql, parameters)
+            let r = try c.execute(sql, parameters, binary: true)
             var rows = (0..<r.count).map { t.decodeRow(r, $0) }
             if !condition.exact, let filter {
                 rows = try matching(rows, filter, entity, on: c)
@@ -76,7 +76,7 @@ extension PostgreSQLStore {
 
     func fetchRow(_ id: StoreRowID, on c: PostgreSQLConnection) throws -> StoreRow? {
         let t = try layout(id.entity)
-        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))])
+        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))], binary: true)
         return r.count == 0 ? nil : t.decodeRow(r, 0)
     }
 
@@ -95,7 +95,7 @@ extension PostgreSQLStore {
                     let t = try layout(entity)
                     let r = try c.execute(
                         "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[])",
-                        [.text(ValueCoding.array(group.map(\.primaryKey)))])
+                        [.text(ValueCoding.array(group.map(\.primaryKey)))], binary: true)
                     for i in 0..<r.count {
                         let row = t.decodeRow(r, i)
                         found[row.id] = row
@@ -127,7 +127,5 @@ extension PostgreSQLStore {
 
 extension TableLayout {
     /// ``selectList`` with each column under `alias`.
-    func qualifiedSelectList(_ alias: String) -> String {
-        (["\(alias).\"_pk\"", "\(alias).\"_version\""] + columns.map { "\(alias).\($0.quoted)" }).joined(separator: ", ")
-    }
+    func qualifiedSelectList(_ alias: String) -> String { Self.selectList(columns, alias: alias) }
 }

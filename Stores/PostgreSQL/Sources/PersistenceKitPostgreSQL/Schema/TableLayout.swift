@@ -61,7 +61,10 @@ struct TableLayout: Sendable {
     let propertyCount: Int
     /// The column of each property (nil for transient properties).
     let columnOfProperty: [Int?]
-    /// `"_pk", "_version", …` for SELECT.
+    /// `"_pk", "_version", …` for INSERT.
+    let columnList: String
+    /// The same for SELECT, in binary form: numerics and key lists cast to text (their
+    /// binary forms are PostgreSQL's internal layouts).
     let selectList: String
 
     init(entity: NSEntityDescription, index: Int32, schema: String, entityIndex: [String: Int32]) throws(PostgreSQLStoreError) {
@@ -110,7 +113,20 @@ struct TableLayout: Sendable {
         self.columns = columns
         self.columnOfProperty = byProperty
         self.propertyCount = entity.properties.count
-        self.selectList = (["\"_pk\"", "\"_version\""] + columns.map(\.quoted)).joined(separator: ", ")
+        self.columnList = (["\"_pk\"", "\"_version\""] + columns.map(\.quoted)).joined(separator: ", ")
+        self.selectList = Self.selectList(columns, alias: nil)
+    }
+
+    /// The select list for rows decoded by ``decodeRow(_:_:skip:)``, columns under `alias`.
+    static func selectList(_ columns: [Column], alias: String?) -> String {
+        let prefix = alias.map { $0 + "." } ?? ""
+        let values = columns.map { c -> String in
+            switch c.kind {
+            case .decimal, .toMany: "\(prefix)\(c.quoted)::text"
+            default: prefix + c.quoted
+            }
+        }
+        return (["\(prefix)\"_pk\"", "\(prefix)\"_version\""] + values).joined(separator: ", ")
     }
 
     /// The column of property `i`, or nil when it is transient or out of range.
@@ -118,13 +134,14 @@ struct TableLayout: Sendable {
         i >= 0 && i < columnOfProperty.count ? columnOfProperty[i].map { columns[$0] } : nil
     }
 
-    /// The row at `index` of `result`, which selected ``selectList`` (after `skip` columns).
+    /// The row at `index` of `result`, which selected ``selectList`` in binary form (after
+    /// `skip` columns).
     func decodeRow(_ result: PostgreSQLResult, _ index: Int, skip: Int = 0) -> StoreRow {
         var values: [StoreValue] = []
         values.reserveCapacity(propertyCount)
         for p in 0..<propertyCount {
             if let c = columnOfProperty[p] {
-                values.append(ValueCoding.decode(result, index, skip + 2 + c, columns[c].kind))
+                values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
             } else {
                 values.append(.null)
             }

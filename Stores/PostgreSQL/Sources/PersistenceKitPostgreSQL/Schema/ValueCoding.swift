@@ -58,6 +58,31 @@ enum ValueCoding {
         }
     }
 
+    /// The value at (`row`, `column`) of a binary `result`, for a column of `kind` selected
+    /// by ``TableLayout/selectList`` (numerics and key lists as text).
+    static func decodeBinary(_ result: PostgreSQLResult, _ row: Int, _ column: Int, _ kind: ColumnKind) -> StoreValue {
+        if result.isNull(row, column) { return .null }
+        switch kind {
+        case .int16, .int32, .int64: return .integer(result.int64(row, column))
+        case .double: return .double(Double(bitPattern: result.bits64(row, column)))
+        case .float: return .float(Float(bitPattern: UInt32(truncatingIfNeeded: result.bits64(row, column))))
+        case .decimal: return .decimal(Decimal(string: result.string(row, column)) ?? .nan)
+        case .string: return .string(result.string(row, column))
+        case .bool: return .bool(result.withBytes(row, column) { $0.first == 1 })
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: result.bits64(row, column))))
+        case .data: return .data(result.withBytes(row, column) { Data($0) })
+        case .uuid:
+            return .uuid(
+                result.withBytes(row, column) { b in
+                    UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+                })
+        case .uri: return URL(string: result.string(row, column)).map(StoreValue.uri) ?? .null
+        case let .toOne(destination): return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
+        case let .toMany(destination):
+            return .references(keys(result.string(row, column)).map { StoreRowID(entity: destination, primaryKey: $0) })
+        }
+    }
+
     /// A double from PostgreSQL's output (`NaN`, `Infinity`, `-Infinity` or a number).
     static func double(_ s: String) -> Double {
         switch s {
