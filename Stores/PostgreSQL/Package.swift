@@ -29,6 +29,11 @@ let package = Package(
             name: "PostgreSQLBenchmarks",
             dependencies: ["CLibPQ", "PersistenceKitPostgreSQL", .product(name: "PersistenceKit", package: "PersistenceKit")]
         ),
+        // The ItemsImport example against PostgreSQL.
+        .executableTarget(
+            name: "ItemsImportPostgreSQL",
+            dependencies: ["PersistenceKitPostgreSQL", .product(name: "ModelActorKit", package: "PersistenceKit")]
+        ),
         .testTarget(
             name: "PersistenceKitPostgreSQLTests",
             dependencies: ["PersistenceKitPostgreSQL", .product(name: "PersistenceKit", package: "PersistenceKit")]
