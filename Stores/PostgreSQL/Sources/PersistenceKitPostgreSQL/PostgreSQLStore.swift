@@ -103,7 +103,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         self.layouts = try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
             try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
         }
-        self.channel = "pk_changes_" + schema
+        self.channel = Self.channel(for: schema)
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
         self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)
         let opened = try SchemaBuilder(layouts: layouts, schema: schema, support: support, target: target)
@@ -143,6 +143,19 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             throw PostgreSQLStoreError(.query, target: pool.target, "entity index \(entity) is not in the store's model.")
         }
         return layouts[Int(entity)]
+    }
+
+    /// The channel of `schema`'s notifications: under PostgreSQL's 63-byte limit for names,
+    /// whatever the schema's length (a longer name would be cut short by `LISTEN` but refused
+    /// by `pg_notify`), and distinct per schema (a hash of the whole name ends it).
+    static func channel(for schema: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in schema.utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01B3
+        }
+        let head = String(decoding: schema.utf8.prefix(32), as: UTF8.self)
+        return "pk_" + head + "_" + String(h, radix: 16)
     }
 
     /// A keyword string with its password left out, for messages.

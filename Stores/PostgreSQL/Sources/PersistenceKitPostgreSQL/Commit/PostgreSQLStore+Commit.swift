@@ -10,7 +10,9 @@ extension PostgreSQLStore {
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
         let t = try layout(entity)
         let n = Int64(max(count, 1))
-        let first = try pool.withConnection { c in
+        // Run again on a fresh connection if the first was gone: at worst a range is skipped,
+        // never handed out twice.
+        let first = try pool.read { c in
             let r = try c.execute(
                 "UPDATE \(keysTable) SET next = next + $2 WHERE entity = $1 RETURNING next - $2",
                 [.text(t.entityName), .text(String(n))])
@@ -38,15 +40,17 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
-        return try pool.withConnection { c in
-            var attempt = 0
-            while true {
-                attempt += 1
-                do {
-                    if let result = try commitOnce(transaction, on: c) { return result }
-                } catch let e as PostgreSQLStoreError where e.isRetryable && attempt < 10 {
-                    if c.isHealthy { _ = try? c.execute("ROLLBACK") }
-                }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                if let result = try pool.withConnection({ c in try commitOnce(transaction, on: c) }) { return result }
+            } catch let e as PostgreSQLStoreError where e.isRetryable && attempt < 10 {
+                // Aborted by PostgreSQL for another transaction's sake: nothing was written.
+            } catch let e as PostgreSQLStoreError where e.kind == .connectionLost && attempt < 3 {
+                // The connection was gone before the transaction began (`commitOnce` turns a
+                // drop after that into `connectionLostDuringCommit`): nothing was sent, so a
+                // fresh connection runs it.
             }
         }
     }
@@ -54,6 +58,7 @@ extension PostgreSQLStore {
     /// One attempt; nil when it must be run again (a uniqueness clash that was gone by the
     /// time it was looked at).
     private func commitOnce(_ transaction: StoreTransaction, on c: PostgreSQLConnection) throws -> StoreCommitResult? {
+        // A drop here is reported as is (`connectionLost`): no statement of the save ran.
         let txid = try c.execute("BEGIN; SELECT txid_current()").text(0, 0)
         var commitSent = false
         do {
@@ -120,6 +125,7 @@ extension PostgreSQLStore {
         } catch let e as PostgreSQLStoreError where e.kind == .connectionLost {
             throw try lostDuringCommit(e, txid: txid, commitSent: commitSent)
         } catch {
+            // Also for deadlocks and serialization failures, which `commit` runs again.
             if c.isHealthy { _ = try? c.execute("ROLLBACK") }
             throw error
         }

@@ -39,6 +39,17 @@ final class ConnectionPool: @unchecked Sendable {
         return try body(connection)
     }
 
+    /// Runs a read, once more on a fresh connection when the one it got had dropped (an idle
+    /// connection the server closed, or a server restart): a read changes nothing, so
+    /// running it again is safe, and the caller sees the reconnection only as a delay.
+    func read<T>(_ body: (PostgreSQLConnection) throws -> T) throws -> T {
+        do {
+            return try withConnection(body)
+        } catch let e as PostgreSQLStoreError where e.kind == .connectionLost {
+            return try withConnection(body)
+        }
+    }
+
     private func borrow() throws(PostgreSQLStoreError) -> PostgreSQLConnection {
         condition.lock()
         while true {

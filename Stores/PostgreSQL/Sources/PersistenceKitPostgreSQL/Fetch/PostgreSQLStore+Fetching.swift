@@ -26,7 +26,7 @@ extension PostgreSQLStore {
             if offset > 0 { sql += " OFFSET \(offset)" }
         }
         let parameters = translator.parameters
-        return try pool.withConnection { c in
+        return try pool.read { c in
             let r = try c.execute(sql, parameters, binary: true)
             var rows = (0..<r.count).map { t.decodeRow(r, $0) }
             if !condition.exact, let filter {
@@ -66,12 +66,12 @@ extension PostgreSQLStore {
         if !scope.joins.isEmpty { sql += " " + scope.joins.joined(separator: " ") }
         sql += " WHERE \(condition.sql)"
         let parameters = translator.parameters
-        return try pool.withConnection { c in Int(try c.execute(sql, parameters).int64(0, 0)) }
+        return try pool.read { c in Int(try c.execute(sql, parameters).int64(0, 0)) }
     }
 
     /// See ``PersistentStore``.
     public func fetchRow(_ id: StoreRowID) throws -> StoreRow? {
-        try pool.withConnection { c in try fetchRow(id, on: c) }
+        try pool.read { c in try fetchRow(id, on: c) }
     }
 
     func fetchRow(_ id: StoreRowID, on c: PostgreSQLConnection) throws -> StoreRow? {
@@ -85,7 +85,7 @@ extension PostgreSQLStore {
     public func fetchRows(_ ids: [StoreRowID]) throws -> [StoreRow] {
         if ids.isEmpty { return [] }
         let groups = Dictionary(grouping: ids, by: \.entity)
-        return try pool.withConnection { c in
+        return try pool.read { c in
             var found: [StoreRowID: StoreRow] = [:]
             found.reserveCapacity(ids.count)
             let several = groups.count > 1
@@ -118,7 +118,7 @@ extension PostgreSQLStore {
     /// See ``PersistentStore``.
     public func rowVersion(_ id: StoreRowID) throws -> Int64? {
         let t = try layout(id.entity)
-        return try pool.withConnection { c in
+        return try pool.read { c in
             let r = try c.execute("SELECT \"_version\" FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))])
             return r.count == 0 ? nil : r.int64(0, 0)
         }

@@ -63,4 +63,31 @@ struct ConnectionLossTests {
             try admin.column("SELECT title FROM \"\(schema)\".\"Book\" ORDER BY title")
                 == ["edited", "inserted by the lost save", "untouched"])
     }
+
+    @Test("Connections the server closed while idle are replaced: the next fetch and save succeed")
+    func idleConnectionsDropped() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let container = try await TestServer.container(model: model, schema: schema, listens: false, applicationName: schema)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            Book(context: ctx).title = "before"
+            try ctx.save()
+        }
+        let admin = try SQLSession(url: try #require(TestServer.url))
+        let dropped = try admin.column(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(schema)'")
+        #expect(!dropped.isEmpty)
+        let reader = container.newBackgroundContext()
+        let count = try await reader.perform { try reader.count(for: NSFetchRequest<Book>(entityName: "Book")) }
+        #expect(count == 1)
+        _ = try admin.column(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(schema)'")
+        try await ctx.perform {
+            Book(context: ctx).title = "after"
+            try ctx.save()
+        }
+        #expect(try admin.column("SELECT title FROM \"\(schema)\".\"Book\" ORDER BY title") == ["after", "before"])
+    }
 }

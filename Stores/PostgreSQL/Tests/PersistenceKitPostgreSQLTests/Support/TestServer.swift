@@ -26,12 +26,19 @@ enum TestServer {
     }
 
     /// A container with a PostgreSQL store in `schema`.
+    /// With `applicationName`, the store's connections carry it (`pg_stat_activity`
+    /// shows it), so a test can find them.
     static func container(
-        model: NSManagedObjectModel, schema: String, name: String = #function, listens: Bool = true
+        model: NSManagedObjectModel, schema: String, name: String = #function, listens: Bool = true,
+        applicationName: String? = nil
     ) async throws -> NSPersistentContainer {
         PostgreSQLStore.register()
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
-        let description = NSPersistentStoreDescription(url: url, type: NSPostgreSQLStoreType)
+        var storeURL = url
+        if let applicationName, let text = url?.absoluteString {
+            storeURL = URL(string: text + (text.contains("?") ? "&" : "?") + "application_name=" + applicationName)
+        }
+        let description = NSPersistentStoreDescription(url: storeURL, type: NSPostgreSQLStoreType)
         for (k, v) in options(schema: schema, listens: listens) { description.setOption(v, forKey: k) }
         container.persistentStoreDescriptions = [description]
         try await container.loadPersistentStores()
