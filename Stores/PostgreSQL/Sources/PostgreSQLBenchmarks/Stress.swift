@@ -99,6 +99,11 @@ func runStressSeed(arguments: [String], url: URL) throws {
     }
 }
 
+/// Output lines shared by threads.
+final class Lines: Sendable {
+    let value = Mutex<[String]>([])
+}
+
 /// A count shared by threads.
 final class Counter: Sendable {
     let value = Mutex(0)
@@ -119,71 +124,83 @@ func runStressProcess(arguments: [String], url: URL) throws {
         forName: .NSPersistentStoreRemoteChange, object: container.persistentStoreCoordinator, queue: nil
     ) { _ in merged.value.withLock { $0 += 1 } }
     defer { NotificationCenter.default.removeObserver(observer) }
-    let lines = Mutex<[String]>([])
+    let lines = Lines()
     let failed = Counter()
     let end = now() + duration
-    DispatchQueue.concurrentPerform(iterations: 4) { c in
-        let context = container.newBackgroundContext()
-        context.automaticallyMergesChangesFromParent = true
-        context.mergePolicy = .mergeByPropertyObjectTrump
-        var rng = SystemRandomNumberGenerator()
-        var mine: [(NSManagedObjectID, String)] = []
-        var n = 0
-        context.performAndWait {
-            while now() < end {
-                n += 1
-                var inserted: Book?
-                var deleted: (NSManagedObjectID, String)?
-                do {
-                    let shelves = try context.fetch(NSFetchRequest<Shelf>(entityName: "Shelf"))
-                    let authors = try context.fetch(NSFetchRequest<Author>(entityName: "Author"))
-                    let roll = Int.random(in: 0..<100, using: &rng)
-                    if roll < 60 || mine.isEmpty {
-                        let b = Book(context: context)
-                        b.title = "p\(process)-c\(c)-\(n)"
-                        b.shelf = shelves.randomElement(using: &rng)
-                        for a in authors where Int.random(in: 0..<3, using: &rng) == 0 { b.authors.insert(a) }
-                        inserted = b
-                    } else if roll < 90 {
-                        let r = NSFetchRequest<Book>(entityName: "Book")
-                        let total = try context.count(for: r)
-                        r.fetchOffset = Int.random(in: 0..<max(total, 1), using: &rng)
-                        r.fetchLimit = 1
-                        r.sortKeys = [SortKey("title")]
-                        if let b = try context.fetch(r).first {
-                            b.pages += 1
-                            b.shelf = shelves.randomElement(using: &rng)
-                            if let a = authors.randomElement(using: &rng) {
-                                if b.authors.contains(a) { b.authors.remove(a) } else { b.authors.insert(a) }
-                            }
-                        }
-                    } else {
-                        let k = Int.random(in: 0..<mine.count, using: &rng)
-                        deleted = mine.remove(at: k)
-                        if let d = deleted { context.delete(try context.existingObject(with: d.0)) }
-                    }
-                    try context.save()
-                    if let inserted {
-                        let title = inserted.title
-                        mine.append((inserted.objectID, title))
-                        lines.withLock { $0.append("ACK \(title)") }
-                    }
-                    if let deleted { lines.withLock { $0.append("GONE \(deleted.1)") } }
-                } catch {
-                    let first = failed.value.withLock { n in
-                        n += 1
-                        return n <= 3
-                    }
-                    if first { lines.withLock { $0.append("ERROR \(error)") } }
-                    if let deleted { mine.append(deleted) }
-                    context.rollback()
-                }
-                if n % 20 == 0 { context.reset() }
-            }
-        }
+    let done = DispatchGroup()
+    for c in 0..<4 {
+        done.enter()
+        // A thread per context, as an app's request handlers would save.
+        Thread {
+            defer { done.leave() }
+            runStressContext(c, process: process, container: container, until: end, lines: lines, failed: failed)
+        }.start()
     }
-    var out = lines.withLock { $0 }
+    done.wait()
+    var out = lines.value.withLock { $0 }
     out.append("MERGED \(merged.value.withLock { $0 })")
     out.append("FAILED \(failed.value.withLock { $0 })")
     print(out.joined(separator: "\n"))
+}
+
+/// One context of a `stress` process: saves until `end`, recording what it saved.
+func runStressContext(_ c: Int, process: Int, container: NSPersistentContainer, until end: Double, lines: Lines, failed: Counter) {
+    let context = container.newBackgroundContext()
+    context.automaticallyMergesChangesFromParent = true
+    context.mergePolicy = .mergeByPropertyObjectTrump
+    var rng = SystemRandomNumberGenerator()
+    var mine: [(NSManagedObjectID, String)] = []
+    var n = 0
+    context.performAndWait {
+        while now() < end {
+            n += 1
+            var inserted: Book?
+            var deleted: (NSManagedObjectID, String)?
+            do {
+                let shelves = try context.fetch(NSFetchRequest<Shelf>(entityName: "Shelf"))
+                let authors = try context.fetch(NSFetchRequest<Author>(entityName: "Author"))
+                let roll = Int.random(in: 0..<100, using: &rng)
+                if roll < 60 || mine.isEmpty {
+                    let b = Book(context: context)
+                    b.title = "p\(process)-c\(c)-\(n)"
+                    b.shelf = shelves.randomElement(using: &rng)
+                    for a in authors where Int.random(in: 0..<3, using: &rng) == 0 { b.authors.insert(a) }
+                    inserted = b
+                } else if roll < 90 {
+                    let r = NSFetchRequest<Book>(entityName: "Book")
+                    let total = try context.count(for: r)
+                    r.fetchOffset = Int.random(in: 0..<max(total, 1), using: &rng)
+                    r.fetchLimit = 1
+                    r.sortKeys = [SortKey("title")]
+                    if let b = try context.fetch(r).first {
+                        b.pages += 1
+                        b.shelf = shelves.randomElement(using: &rng)
+                        if let a = authors.randomElement(using: &rng) {
+                            if b.authors.contains(a) { b.authors.remove(a) } else { b.authors.insert(a) }
+                        }
+                    }
+                } else {
+                    let k = Int.random(in: 0..<mine.count, using: &rng)
+                    deleted = mine.remove(at: k)
+                    if let d = deleted { context.delete(try context.existingObject(with: d.0)) }
+                }
+                try context.save()
+                if let inserted {
+                    let title = inserted.title
+                    mine.append((inserted.objectID, title))
+                    lines.value.withLock { $0.append("ACK \(title)") }
+                }
+                if let deleted { lines.value.withLock { $0.append("GONE \(deleted.1)") } }
+            } catch {
+                let first = failed.value.withLock { n in
+                    n += 1
+                    return n <= 3
+                }
+                if first { lines.value.withLock { $0.append("ERROR \(error)") } }
+                if let deleted { mine.append(deleted) }
+                context.rollback()
+            }
+            if n % 20 == 0 { context.reset() }
+        }
+    }
 }
