@@ -148,6 +148,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
         }
         if buffer.isEmpty { buffer.append(0) }
         return try buffer.withUnsafeBufferPointer { raw throws(PostgreSQLStoreError) -> T in
+            // Never nil: the buffer holds at least one byte (see above).
             let base = UnsafeRawPointer(raw.baseAddress!).assumingMemoryBound(to: CChar.self)
             let values: [UnsafePointer<CChar>?] = offsets.map { $0.map { base + $0 } }
             return try body(values, lengths, formats)
@@ -215,6 +216,7 @@ final class PostgreSQLResult {
                 return b.isEmpty ? 0 : Int64(bitPattern: v << shift) >> shift
             }
         }
+        // Never nil for a row and column of the result (NULL values read as "").
         var p = PQgetvalue(handle, Int32(row), Int32(column))!
         var negative = false
         if p.pointee == CChar(UInt8(ascii: "-")) {
@@ -246,6 +248,7 @@ final class PostgreSQLResult {
     /// Calls `body` with the raw bytes of the value at (`row`, `column`).
     @inline(__always)
     func withBytes<T>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        // Never nil for a row and column of the result (NULL values read as "").
         let p = PQgetvalue(handle, Int32(row), Int32(column))!
         let n = Int(PQgetlength(handle, Int32(row), Int32(column)))
         return try body(UnsafeRawBufferPointer(start: p, count: n))

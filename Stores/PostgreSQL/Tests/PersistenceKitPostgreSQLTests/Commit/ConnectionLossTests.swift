@@ -26,17 +26,17 @@ struct ConnectionLossTests {
             fresh.title = "inserted by the lost save"
             return b.objectID.uriRepresentation().lastPathComponent.dropFirst()
         }
-        // Another session holds the row's lock, so the save waits inside its transaction.
-        let admin = try SQLSession(url: try #require(TestServer.url))
+        // Another connection holds the row's lock, so the save waits inside its transaction.
+        let admin = try AdminConnection(url: try #require(TestServer.url))
         try admin.run("BEGIN")
         try admin.run("SELECT 1 FROM \"\(schema)\".\"Book\" WHERE \"_pk\" = \(pk) FOR UPDATE")
         let save = Task {
             try await ctx.perform { try ctx.save() }
         }
         // The saving backend, found waiting on the lock (deadline 10 s), is terminated. Looked
-        // for from a session outside the lock holder's transaction, which would see the
+        // for from a connection outside the lock holder's transaction, which would see the
         // activity statistics as of its first look only.
-        let watcher = try SQLSession(url: try #require(TestServer.url))
+        let watcher = try AdminConnection(url: try #require(TestServer.url))
         let deadline = ContinuousClock.now + .seconds(10)
         var terminated = false
         while !terminated && ContinuousClock.now < deadline {
@@ -75,7 +75,7 @@ struct ConnectionLossTests {
             Book(context: ctx).title = "before"
             try ctx.save()
         }
-        let admin = try SQLSession(url: try #require(TestServer.url))
+        let admin = try AdminConnection(url: try #require(TestServer.url))
         let dropped = try admin.column(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(schema)'")
         #expect(!dropped.isEmpty)

@@ -37,7 +37,7 @@ struct MultiProcessTests {
         let seconds = ProcessInfo.processInfo.environment["PK_STRESS_SECONDS"] ?? "10"
         let schema = TestServer.freshSchema()
         defer {
-            let admin = TestServer.url.flatMap { try? SQLSession(url: $0) }
+            let admin = TestServer.url.flatMap { try? AdminConnection(url: $0) }
             try? admin?.run("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
         }
         let (seed, _) = try Self.launch(worker, ["stress-seed", schema])
@@ -59,7 +59,7 @@ struct MultiProcessTests {
             #expect(merged > 0, "process \(i) merged no other process's save")
         }
         #expect(acknowledged.count > 100, "the processes saved too little to test anything")
-        let admin = try SQLSession(url: try #require(TestServer.url))
+        let admin = try AdminConnection(url: try #require(TestServer.url))
         let s = "\"\(schema)\""
         let stored = Set(try admin.column("SELECT title FROM \(s).\"Book\""))
         #expect(acknowledged.subtracting(gone).subtracting(stored).isEmpty, "acknowledged inserts missing")

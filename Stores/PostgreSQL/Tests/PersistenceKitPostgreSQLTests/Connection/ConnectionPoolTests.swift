@@ -22,7 +22,7 @@ struct ConnectionPoolTests {
             b.pages = 1
             return b.objectID.uriRepresentation().lastPathComponent.dropFirst()
         }
-        let admin = try SQLSession(url: try #require(TestServer.url))
+        let admin = try AdminConnection(url: try #require(TestServer.url))
         try admin.run("BEGIN")
         try admin.run("SELECT 1 FROM \"\(schema)\".\"Book\" WHERE \"_pk\" = \(pk) FOR UPDATE")
         let saved = Mutex(false)
@@ -31,7 +31,7 @@ struct ConnectionPoolTests {
             saved.withLock { $0 = true }
         }
         // The save is inside its transaction, waiting on the row lock (deadline 10 s).
-        let watcher = try SQLSession(url: try #require(TestServer.url))
+        let watcher = try AdminConnection(url: try #require(TestServer.url))
         let deadline = ContinuousClock.now + .seconds(10)
         while try watcher.column(
             "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%\(schema)%FOR UPDATE%'"

@@ -2,11 +2,11 @@ import Foundation
 @testable import PersistenceKitPostgreSQL
 
 /// A plain SQL connection for tests to look at and disturb the database.
-final class SQLSession {
+final class AdminConnection {
     private let connection: PostgreSQLConnection
 
     init(url: URL) throws {
-        connection = try PostgreSQLConnection(conninfo: url.absoluteString, target: "test session")
+        connection = try PostgreSQLConnection(conninfo: url.absoluteString, target: "test administration")
     }
 
     /// Runs `sql`.
