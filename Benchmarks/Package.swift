@@ -34,6 +34,10 @@ let package = Package(
             dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline", "BenchmarkSupport"]
         ),
         .executableTarget(
+            name: "MigrationBenchmark",
+            dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "SQLiteBaseline", "BenchmarkSupport"]
+        ),
+        .executableTarget(
             name: "ObservationBenchmark",
             dependencies: [.product(name: "PersistenceKit", package: "PersistenceKit"), "BenchmarkSupport"]
         ),

@@ -121,6 +121,9 @@ extension FileStore {
                 s.syncedPrefixOnDisk = false
             }
             try Self.io(path, "compacting (replacing the file)") { try fs.rename(temporary, to: path) }
+            // The new header holds the model's own layout: a layout sidecar names the old
+            // header's hash now, so it is ignored, and goes.
+            try? fs.remove(path + Self.layoutAliasSuffix)
         } catch {
             written?.close()
             try? fs.remove(temporary)

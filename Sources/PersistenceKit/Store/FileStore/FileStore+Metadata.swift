@@ -13,23 +13,27 @@ extension FileStore {
             throw FileStoreError(.io, path: url.absoluteString, "a file store needs a file URL, not \(url.absoluteString).")
         }
         let path = url.standardizedFileURL.path
+        let header = try readHeader(at: path)
+        return [
+            NSStoreTypeKey: NSFileStoreType,
+            NSStoreUUIDKey: header.storeID,
+            PersistenceKitModelLayoutHashKey: NSManagedObjectModel.hex(effectiveLayoutHash(header: header.modelHash, path: path)),
+        ]
+    }
+
+    /// The header of the store file at `path`, read without opening the store.
+    static func readHeader(at path: String) throws(FileStoreError) -> FileStoreFormat.Header {
         let bytes: [UInt8] = try io(path, "reading the store's header") {
             let file = try PosixFileSystem().openForReading(path)
             defer { file.close() }
             return try file.read(at: 0, count: FileStoreFormat.headerSize)
         }
-        let header: FileStoreFormat.Header
         do {
-            header = try bytes.withUnsafeBytes { try FileStoreFormat.readHeader($0, path: path) }
+            return try bytes.withUnsafeBytes { try FileStoreFormat.readHeader($0, path: path) }
         } catch let error as FileStoreError {
             throw error
         } catch {
             throw FileStoreError(.io, path: path, "reading the store's header failed: \(error)")
         }
-        return [
-            NSStoreTypeKey: NSFileStoreType,
-            NSStoreUUIDKey: header.storeID,
-            PersistenceKitModelLayoutHashKey: NSManagedObjectModel.hex(header.modelHash),
-        ]
     }
 }

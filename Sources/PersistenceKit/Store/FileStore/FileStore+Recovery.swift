@@ -45,7 +45,7 @@ extension FileStore {
         do throws(FileStoreError) {
             try? fs.remove(path + "-compact")
             if !existed {
-                try createFile(path: path, directory: directory, model: model, fs: fs)
+                try createFile(path: path, directory: directory, model: model, storeID: options.newStoreIdentifier ?? UUID(), fs: fs)
             }
             let file = try io(path, "opening the store") { try fs.open(path, create: false) }
             let size = try io(path, "reading the store") { try file.size() }
@@ -145,9 +145,11 @@ extension FileStore {
     }
 
     /// Creates a new store file atomically: written beside the final name, synced, renamed.
-    private static func createFile(path: String, directory: String, model: NSManagedObjectModel, fs: any StoreFileSystem) throws(FileStoreError) {
+    private static func createFile(
+        path: String, directory: String, model: NSManagedObjectModel, storeID: UUID, fs: any StoreFileSystem
+    ) throws(FileStoreError) {
         let temporary = path + "-new"
-        let header = FileStoreFormat.header(storeID: UUID(), modelHash: model.layoutHash)
+        let header = FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash)
         try io(path, "creating the store") {
             let f = try fs.open(temporary, create: true)
             defer { f.close() }
@@ -196,12 +198,16 @@ extension FileStore {
     ) throws(FileStoreError) -> (String, Int?) {
         let image = s.image
         let header = try image.withBytes { buf throws(FileStoreError) in try FileStoreFormat.readHeader(buf, path: path) }
-        guard header.modelHash == model.layoutHash.prefix(16) else {
-            let stored = NSManagedObjectModel.hex(header.modelHash)
+        // The header's hash, or the newer layout a migration recorded for it (see
+        // `FileStore+LayoutAlias.swift`), read only when the two differ.
+        guard header.modelHash == model.layoutHash.prefix(16)
+            || effectiveLayoutHash(header: header.modelHash, path: path) == model.layoutHash.prefix(16)
+        else {
+            let stored = NSManagedObjectModel.hex(effectiveLayoutHash(header: header.modelHash, path: path))
             throw FileStoreError(
                 .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
                 "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
-                    + "Open it with the model it was created with (migration is not supported yet).")
+                    + "Open it with the model it was created with, or load it through a container, which migrates it.")
         }
         s.formatVersion = header.version
         let storeID = header.storeID

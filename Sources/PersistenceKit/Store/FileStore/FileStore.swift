@@ -52,6 +52,10 @@ public final class FileStore: PersistentStore {
         public var fileSystem: any StoreFileSystem
         /// Compaction runs only once the file is at least this large. Default 64 KiB.
         public var compactionThreshold: Int
+        /// The identifier a store created by this open gets (a fresh UUID when `nil`).
+        /// Migration sets it, so that a migrated store keeps its identifier and the object
+        /// IDs (URIs) that name it.
+        var newStoreIdentifier: UUID?
 
         /// Creates options.
         public init(durability: Durability = .full, fileSystem: any StoreFileSystem = PosixFileSystem(), compactionThreshold: Int = 64 << 10) {
@@ -284,7 +288,7 @@ public final class FileStore: PersistentStore {
             let lock = StoreLock(claim: key, file: lockFile)
             defer { lock.release() }
             try io(path, "deleting the store") {
-                for suffix in ["", "-new", "-compact"] { try fs.remove(path + suffix) }
+                for suffix in ["", "-new", "-compact", layoutAliasSuffix] { try fs.remove(path + suffix) }
                 try fs.remove(path + "-lock")  // last: its lock kept others out until now
                 try fs.syncDirectory(directory)
             }

@@ -105,16 +105,17 @@ private struct ClosureReader: StoreRowReader {
 }
 
 extension CoreDataError {
-    /// The error a store throws from its open when it was created with another model: the
-    /// same code (`.persistentStoreIncompatibleVersionHash`, 134100) and wording a file
-    /// store's mismatch gets, with the store's own error as `underlying`.
+    /// The error a store that cannot migrate throws from its open when it was created with
+    /// another model: the code a file store's mismatch gets when migration is off
+    /// (`.persistentStoreIncompatibleVersionHash`, 134100), with the store's own error as
+    /// `underlying`.
     public static func storeModelMismatch(
         store: String, storeHash: String, modelHash: String, underlying: (any Error & Sendable)?
     ) -> CoreDataError {
         CoreDataError(
             .persistentStoreIncompatibleVersionHash,
             "the store at \(store) was created with model \(storeHash), not this coordinator's model "
-                + "\(modelHash), and there are no migrations yet: open it with its own model, or destroy it "
+                + "\(modelHash), and stores of this type do not migrate: open it with its own model, or destroy it "
                 + "and load it again.",
             underlying: underlying)
     }
