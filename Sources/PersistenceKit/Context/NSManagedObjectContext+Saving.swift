@@ -43,7 +43,9 @@ extension NSManagedObjectContext {
     ///   16th attempt of the commit still conflicts; `.coreData` when there is something to
     ///   write and no store is loaded (checked before will-save, and again after it, for
     ///   what a will-save observer changed); `.persistentStoreSave` when the store fails. After a thrown error the store
-    ///   holds nothing of this save. The context keeps its changes as they were, except
+    ///   holds nothing of this save (but for a store on a server whose connection dropped
+    ///   during the commit: its error, the `underlying`, says whether the save committed).
+    ///   The context keeps its changes as they were, except
     ///   where another merge policy already resolved a conflict in an earlier attempt of
     ///   this save: those objects keep the resolved values.
     public func save() throws {
@@ -110,11 +112,17 @@ extension NSManagedObjectContext {
                 (result, clock) = try coordinator.commit(transaction, to: store)
             } catch let error as CoreDataError {
                 throw error
-            } catch {
+            } catch where error is FileStoreError || error is StoreIOError {
                 throw CoreDataError(
                     .persistentStoreSave, "the store failed to save: \(error). Nothing of this save was written; "
                         + "the context keeps its changes.",
-                    underlying: (error as? FileStoreError) ?? (error as? StoreIOError))
+                    underlying: error)
+            } catch {
+                // A store of another kind (a database server) says itself whether the save
+                // reached it: a dropped connection can leave that unknown to this process.
+                throw CoreDataError(
+                    .persistentStoreSave, "the store failed to save: \(error). The context keeps its changes.",
+                    underlying: error)
             }
             switch result {
             case let .committed(rows):

@@ -215,6 +215,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             }
             list.append(store)
         }
+        observeRemoteChanges(of: store)
     }
 
     /// Removes a store. Objects from it become unreachable. A file store that no other
@@ -319,7 +320,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
 
     /// Hands a completed save to every other context that merges automatically; each merges
     /// on its own queue.
-    func broadcast(_ changes: SavedChanges, from origin: NSManagedObjectContext) {
+    func broadcast(_ changes: SavedChanges, from origin: NSManagedObjectContext?) {
         let targets = mergeObservers.withLock { list in list.compactMap(\.context) }
         for context in targets where context !== origin {
             context.perform { context.mergeSavedChanges(changes) }

@@ -1,0 +1,270 @@
+import Foundation
+import PersistenceKit
+
+/// Translates a fetch's filter and order into SQL for one entity's table, with every
+/// constant as a parameter.
+///
+/// What it cannot translate exactly it leaves out, and says so (`exact` false): the SQL then
+/// selects a superset of the matching rows, and the store evaluates the whole filter on them
+/// in memory (``StorePredicateEvaluator``), so every predicate is answered as the built-in
+/// stores answer it. Translated: comparisons of attributes and to-ones with constants (Swift's
+/// optional semantics for nil, NaN unordered), `IN`, case- and diacritic-sensitive string
+/// tests (`==`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`), `&&`, `||`, `!`, key paths
+/// through to-ones (as left joins), `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
+/// to-many counts. Left to memory: case- or diacritic-insensitive and `MATCHES` string
+/// tests, comparisons of values of another kind than the column's, and what contains them
+/// under `!` or `ALL`.
+struct SQLTranslator {
+    let layouts: [TableLayout]
+    private(set) var parameters: [SQLParameter] = []
+    private var aliasCount = 0
+
+    init(layouts: [TableLayout]) { self.layouts = layouts }
+
+    /// One table in a query, with the to-one joins its key paths needed.
+    struct Scope {
+        var alias: String
+        var entity: Int32
+        var joins: [String] = []
+        var joined: [[Int]: (alias: String, entity: Int32)] = [:]
+    }
+
+    /// The SQL of a condition, and whether it is exactly the condition (else a superset).
+    struct Translated {
+        var sql: String
+        var exact: Bool
+    }
+
+    mutating func newScope(_ entity: Int32) -> Scope {
+        aliasCount += 1
+        return Scope(alias: "t\(aliasCount)", entity: entity)
+    }
+
+    mutating func bind(_ p: SQLParameter) -> String {
+        parameters.append(p)
+        return "$\(parameters.count)"
+    }
+
+    /// The WHERE condition for `filter` on rows of `scope`.
+    mutating func filter(_ filter: StoreFilter?, _ scope: inout Scope) -> Translated {
+        guard let filter else { return Translated(sql: "TRUE", exact: true) }
+        var parts: [String] = []
+        var exact = true
+        for c in filter.conditions {
+            if let t = compare(StorePath(property: c.property), c.op, c.value, &scope, negated: false) {
+                parts.append(t)
+            } else {
+                exact = false
+            }
+        }
+        if let p = filter.predicate {
+            if let t = predicate(p, &scope, negated: false) {
+                parts.append(t.sql)
+                exact = exact && t.exact
+            } else {
+                exact = false
+            }
+        }
+        return Translated(sql: parts.isEmpty ? "TRUE" : parts.map { "(\($0))" }.joined(separator: " AND "), exact: exact)
+    }
+
+    /// `p` as SQL; nil when no SQL selects a superset of its rows. Under `negated`, the SQL
+    /// is two-valued (never NULL), so that `NOT` of it is the negation.
+    mutating func predicate(_ p: StorePredicate, _ scope: inout Scope, negated: Bool) -> Translated? {
+        switch p {
+        case let .constant(b):
+            return Translated(sql: b ? "TRUE" : "FALSE", exact: true)
+        case let .and(parts):
+            var sqls: [String] = []
+            var exact = true
+            for part in parts {
+                if let t = predicate(part, &scope, negated: negated) {
+                    sqls.append("(\(t.sql))")
+                    exact = exact && t.exact
+                } else {
+                    exact = false
+                }
+            }
+            // Under negation a dropped part would turn a superset into a subset.
+            if negated && !exact { return nil }
+            return Translated(sql: sqls.isEmpty ? "TRUE" : sqls.joined(separator: " AND "), exact: exact)
+        case let .or(parts):
+            var sqls: [String] = []
+            var exact = true
+            for part in parts {
+                guard let t = predicate(part, &scope, negated: negated) else { return nil }
+                sqls.append("(\(t.sql))")
+                exact = exact && t.exact
+            }
+            if negated && !exact { return nil }
+            return Translated(sql: sqls.isEmpty ? "FALSE" : sqls.joined(separator: " OR "), exact: exact)
+        case let .not(inner):
+            guard let t = predicate(inner, &scope, negated: !negated), t.exact else { return nil }
+            return Translated(sql: "NOT (\(t.sql))", exact: true)
+        case let .compare(path, op, value):
+            return compare(path, op, value, &scope, negated: negated).map { Translated(sql: $0, exact: true) }
+        case let .oneOf(path, values):
+            return oneOf(path, values, &scope, negated: negated).map { Translated(sql: $0, exact: true) }
+        case let .text(path, test):
+            return text(path, test, &scope, negated: negated).map { Translated(sql: $0, exact: true) }
+        case let .each(path, quantifier, inner):
+            return each(path, quantifier, inner, &scope).map { Translated(sql: $0, exact: true) }
+        case let .count(path, op, n):
+            guard let (expr, kind) = column(path, &scope), case .toMany = kind else { return nil }
+            return Translated(sql: "COALESCE(cardinality(\(expr)), 0) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)
+        }
+    }
+
+    /// The column `path` reads, joining the to-ones it goes through; nil when a step is not
+    /// a stored to-one or the property has no column.
+    mutating func column(_ path: StorePath, _ scope: inout Scope) -> (String, ColumnKind)? {
+        var alias = scope.alias
+        var entity = scope.entity
+        for (i, step) in path.through.enumerated() {
+            let prefix = Array(path.through[...i])
+            if let j = scope.joined[prefix] {
+                alias = j.alias
+                entity = j.entity
+                continue
+            }
+            guard let col = layouts[Int(entity)].column(step), case let .toOne(destination) = col.kind else { return nil }
+            aliasCount += 1
+            let next = "j\(aliasCount)"
+            scope.joins.append("LEFT JOIN \(layouts[Int(destination)].table) \(next) ON \(next).\"_pk\" = \(alias).\(col.quoted)")
+            scope.joined[prefix] = (next, destination)
+            alias = next
+            entity = destination
+        }
+        guard let col = layouts[Int(entity)].column(path.property) else { return nil }
+        return ("\(alias).\(col.quoted)", col.kind)
+    }
+
+    private func sqlOperator(_ op: StoreFilter.Condition.Operator) -> String {
+        switch op {
+        case .equal: "="
+        case .notEqual: "<>"
+        case .less: "<"
+        case .lessOrEqual: "<="
+        case .greater: ">"
+        case .greaterOrEqual: ">="
+        }
+    }
+
+    private mutating func compare(
+        _ path: StorePath, _ op: StoreFilter.Condition.Operator, _ value: StoreValue, _ scope: inout Scope, negated: Bool
+    ) -> String? {
+        guard let (expr, kind) = column(path, &scope) else { return nil }
+        if case .toMany = kind { return nil }
+        // nil equals nil, differs from every value, and is ordered before none of them.
+        if value.isNull {
+            switch op {
+            case .equal: return "\(expr) IS NULL"
+            case .notEqual: return "\(expr) IS NOT NULL"
+            default: return "FALSE"
+            }
+        }
+        // NaN is unordered: only "not equal" holds for it.
+        if value.isNaNValue { return op == .notEqual ? "TRUE" : "FALSE" }
+        guard let p = ValueCoding.encode(value, kind) else { return nil }
+        let param = "\(bind(p))::\(kind.sqlType)"
+        if op == .notEqual { return "\(expr) IS DISTINCT FROM \(param)" }
+        let lhs = kind == .string || kind == .uri ? "\(expr) COLLATE \"C\"" : expr
+        var sql = "\(lhs) \(sqlOperator(op)) \(param)"
+        // PostgreSQL orders NaN above every number; Swift orders it with none.
+        if kind.isFloating && (op == .greater || op == .greaterOrEqual) { sql += " AND \(expr) <> 'NaN'" }
+        return negated ? "COALESCE(\(sql), FALSE)" : sql
+    }
+
+    private mutating func oneOf(_ path: StorePath, _ values: [StoreValue], _ scope: inout Scope, negated: Bool) -> String? {
+        guard let (expr, kind) = column(path, &scope) else { return nil }
+        if case .toMany = kind { return nil }
+        if kind == .data { return nil }
+        var elements: [String] = []
+        var hasNull = false
+        for v in values {
+            if v.isNull {
+                hasNull = true
+                continue
+            }
+            if v.isNaNValue { continue }
+            guard case let .text(t)? = ValueCoding.encode(v, kind) else { return nil }
+            elements.append("\"" + t.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"")
+        }
+        var parts: [String] = []
+        if !elements.isEmpty {
+            let sql = "\(expr) = ANY(\(bind(.text("{" + elements.joined(separator: ",") + "}")))::\(kind.sqlType)[])"
+            parts.append(negated ? "COALESCE(\(sql), FALSE)" : sql)
+        }
+        if hasNull { parts.append("\(expr) IS NULL") }
+        return parts.isEmpty ? "FALSE" : parts.joined(separator: " OR ")
+    }
+
+    private mutating func text(_ path: StorePath, _ test: StoreTextTest, _ scope: inout Scope, negated: Bool) -> String? {
+        guard let (expr, kind) = column(path, &scope) else { return nil }
+        // A value that is not a string passes no text test.
+        guard kind == .string else { return "FALSE" }
+        guard !test.caseInsensitive, !test.diacriticInsensitive else { return nil }
+        let sql: String
+        switch test.kind {
+        case .equals: sql = "\(expr) = \(bind(.text(test.pattern)))"
+        case .beginsWith: sql = "starts_with(\(expr), \(bind(.text(test.pattern))))"
+        case .endsWith:
+            let p = bind(.text(test.pattern))
+            sql = "right(\(expr), char_length(\(p)::text)) = \(p)"
+        case .contains: sql = "strpos(\(expr), \(bind(.text(test.pattern)))) > 0"
+        case .like:
+            var pattern = ""
+            for ch in test.pattern {
+                switch ch {
+                case "*": pattern += "%"
+                case "?": pattern += "_"
+                case "%", "_", "\\": pattern += "\\" + String(ch)
+                default: pattern.append(ch)
+                }
+            }
+            sql = "\(expr) LIKE \(bind(.text(pattern)))"
+        case .matches: return nil
+        }
+        return negated ? "COALESCE(\(sql), FALSE)" : sql
+    }
+
+    private mutating func each(_ path: StorePath, _ q: StoreQuantifier, _ inner: StorePredicate, _ scope: inout Scope) -> String? {
+        guard let (expr, kind) = column(path, &scope), case let .toMany(destination) = kind else { return nil }
+        var sub = newScope(destination)
+        guard let t = predicate(inner, &sub, negated: q == .all), t.exact else { return nil }
+        let test = q == .all ? "NOT (\(t.sql))" : "(\(t.sql))"
+        let from = ([layouts[Int(destination)].table + " " + sub.alias] + sub.joins).joined(separator: " ")
+        let exists = "EXISTS (SELECT 1 FROM \(from) WHERE \(sub.alias).\"_pk\" = ANY(\(expr)) AND \(test))"
+        return q == .any ? exists : "NOT \(exists)"
+    }
+
+    /// The ORDER BY terms for `order` on `scope`, ending with the primary key; nil when a key
+    /// cannot be sorted by in SQL (a string comparison other than plain, a to-many).
+    mutating func orderBy(_ order: [StoreSortKey], _ scope: inout Scope) -> String? {
+        var terms: [String] = []
+        for key in order {
+            guard key.comparison == .plain, let (expr, kind) = column(StorePath(property: key.property), &scope) else { return nil }
+            if case .toMany = kind { return nil }
+            let dir = key.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST"
+            if kind.isFloating {
+                // nil first, then NaN, then numbers (as `StoreValue.compare` orders them).
+                terms.append("CASE WHEN \(expr) IS NULL THEN 0 WHEN \(expr) = 'NaN' THEN 1 ELSE 2 END \(key.ascending ? "ASC" : "DESC")")
+            }
+            terms.append(kind == .string || kind == .uri ? "\(expr) COLLATE \"C\" \(dir)" : "\(expr) \(dir)")
+        }
+        terms.append("\(scope.alias).\"_pk\" ASC")
+        return terms.joined(separator: ", ")
+    }
+}
+
+extension StoreValue {
+    /// Whether the value is a floating-point NaN.
+    var isNaNValue: Bool {
+        switch self {
+        case let .double(d): d.isNaN
+        case let .float(f): f.isNaN
+        case let .date(d): d.timeIntervalSinceReferenceDate.isNaN
+        default: false
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import PersistenceKit
+import Synchronization
+
+/// The type string of ``PostgreSQLStore`` (register it with ``PostgreSQLStore/register()``).
+public let NSPostgreSQLStoreType = "PostgreSQL"
+
+/// A store that keeps its rows in a PostgreSQL database, so that any number of processes
+/// and machines share one object graph.
+///
+/// Open it with a `postgresql://user@host:port/database` URL in a store description (or a
+/// libpq keyword string under ``connectionStringOptionKey``), after calling
+/// ``register()`` once. The store creates its tables from the model on first open: a table
+/// per entity (named after it) with a column per stored property, `_pk` and `_version`; to-one
+/// relationships as `bigint` key columns, to-many as `bigint[]` key lists; an index per
+/// indexed attribute and to-one; a deferred unique constraint per uniqueness constraint; and
+/// `_pk_metadata` (the store's identifier and the model's layout hash) and `_pk_keys` (the
+/// next primary key of each entity).
+///
+/// Every save is one transaction: rows it updates or deletes are locked (`FOR UPDATE`) and
+/// their `_version` compared with the version the context read, so an object another process
+/// changed meanwhile is a merge conflict for the context's merge policy, as with the file
+/// store. Each commit then sends `NOTIFY` with the rows it changed; every store `LISTEN`s on a
+/// connection of its own and hands other processes' changes to its coordinators' merging
+/// contexts (``RemoteChangeReporting``).
+///
+/// # Thread safety
+/// Every method may be called from any thread. Reads and commits each borrow a connection of
+/// a small pool (``poolSizeOptionKey``), so a read never waits behind another thread's save;
+/// the remote-change handlers are guarded by a lock.
+public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
+    /// The option naming the database schema the store's tables live in (default `public`).
+    /// Stores in different schemas of one database are separate stores.
+    public static let schemaOptionKey = "PostgreSQLSchema"
+    /// The option holding a libpq keyword connection string (`host=/run/postgresql
+    /// dbname=app`), used instead of the description's URL.
+    public static let connectionStringOptionKey = "PostgreSQLConnectionString"
+    /// The option giving the most connections the store opens for reads and saves (default 4).
+    public static let poolSizeOptionKey = "PostgreSQLPoolSize"
+    /// The option that turns off listening for other processes' saves (`"false"`).
+    public static let listensOptionKey = "PostgreSQLListens"
+
+    /// See ``PersistentStore``. The identifier recorded in the database when the store was
+    /// created, so every process names objects alike.
+    public let identifier: String
+    /// See ``PersistentStore``.
+    public var type: String { NSPostgreSQLStoreType }
+    /// See ``PersistentStore``.
+    public let url: URL?
+    /// See ``PersistentStore``.
+    public let metadata: [String: String]
+
+    let pool: ConnectionPool
+    let schema: String
+    let layouts: [TableLayout]
+    let support: StoreCommitSupport
+    /// The channel commits notify on (one per schema).
+    let channel: String
+    /// Identifies this store object in the notifications it sends, so that it skips its own.
+    let origin = UUID().uuidString
+    let handlers = Mutex<[@Sendable (StoreRemoteChanges) -> Bool]>([])
+    private let listener = Mutex<RemoteChangeListener?>(nil)
+
+    /// Registers the store type, so that descriptions with type ``NSPostgreSQLStoreType``
+    /// open a PostgreSQL store. Safe to call more than once.
+    public static func register() {
+        NSPersistentStoreCoordinator.registerStoreType(NSPostgreSQLStoreType) { url, options, model in
+            try PostgreSQLStore(url: url, options: options, model: model)
+        }
+    }
+
+    /// Opens the store at `url` (a `postgresql://` or `postgres://` URL), creating its
+    /// tables from `model` when the database (schema) has none.
+    ///
+    /// - Throws: ``PostgreSQLStoreError`` (`.invalidURL`, `.connectionFailed`, `.query`,
+    ///   `.unsupportedModel`); a ``PersistenceKit/CoreDataError`` with code
+    ///   `.persistentStoreIncompatibleVersionHash` (134100) when the store was made with
+    ///   another model, as a file store's mismatch.
+    public init(url: URL?, options: [String: String] = [:], model: NSManagedObjectModel) throws {
+        let conninfo: String
+        let target: String
+        if let keywords = options[Self.connectionStringOptionKey] {
+            conninfo = keywords
+            target = Self.redacted(keywords)
+        } else if let url, url.scheme == "postgresql" || url.scheme == "postgres" {
+            conninfo = url.absoluteString
+            var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            shown?.password = nil
+            target = shown?.string ?? url.host ?? "PostgreSQL"
+        } else {
+            throw PostgreSQLStoreError(
+                .invalidURL, target: url?.absoluteString ?? "no URL",
+                "a PostgreSQL store needs a postgresql:// URL (postgresql://user@host:5432/database) or a libpq "
+                    + "keyword string under the option \(Self.connectionStringOptionKey).")
+        }
+        self.url = url
+        self.schema = options[Self.schemaOptionKey] ?? "public"
+        self.support = StoreCommitSupport(model: model)
+        let sorted = model.entities.sorted { $0.name < $1.name }
+        var entityIndex: [String: Int32] = [:]
+        for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
+        let schema = self.schema
+        self.layouts = try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
+            try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
+        }
+        self.channel = Self.channel(for: schema)
+        let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
+        self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)
+        let opened = try SchemaBuilder(layouts: layouts, schema: schema, support: support, target: target)
+            .open(in: pool)
+        self.identifier = opened.identifier
+        self.metadata = [
+            NSStoreTypeKey: NSPostgreSQLStoreType,
+            NSStoreUUIDKey: opened.identifier,
+            PersistenceKitModelLayoutHashKey: opened.layoutHash,
+            "ModelVersionHash": model.versionHashString,
+        ]
+        if options[Self.listensOptionKey] != "false" {
+            let listener = try RemoteChangeListener(store: self)
+            self.listener.withLock { $0 = listener }
+        }
+    }
+
+    deinit {
+        listener.withLock { $0?.stop() }
+        pool.close()
+    }
+
+    /// Stops listening and closes the store's connections. Later calls fail with
+    /// ``PostgreSQLStoreError/Kind/closed``.
+    public func close() {
+        let l = listener.withLock { l in
+            defer { l = nil }
+            return l
+        }
+        l?.stop()
+        pool.close()
+    }
+
+    /// The layout of `entity`'s table.
+    func layout(_ entity: Int32) throws(PostgreSQLStoreError) -> TableLayout {
+        guard entity >= 0, Int(entity) < layouts.count else {
+            throw PostgreSQLStoreError(.query, target: pool.target, "entity index \(entity) is not in the store's model.")
+        }
+        return layouts[Int(entity)]
+    }
+
+    /// The channel of `schema`'s notifications: under PostgreSQL's 63-byte limit for names,
+    /// whatever the schema's length (a longer name would be cut short by `LISTEN` but refused
+    /// by `pg_notify`), and distinct per schema (a hash of the whole name ends it).
+    static func channel(for schema: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in schema.utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01B3
+        }
+        let head = String(decoding: schema.utf8.prefix(32), as: UTF8.self)
+        return "pk_" + head + "_" + String(h, radix: 16)
+    }
+
+    /// A keyword string with its password left out, for messages.
+    private static func redacted(_ keywords: String) -> String {
+        keywords.split(separator: " ").filter { !$0.hasPrefix("password=") }.joined(separator: " ")
+    }
+
+    /// See ``RemoteChangeReporting``.
+    public func addRemoteChangeHandler(_ handler: @escaping @Sendable (StoreRemoteChanges) -> Bool) {
+        handlers.withLock { $0.append(handler) }
+    }
+
+    /// Hands `changes` to the registered handlers, dropping those that decline.
+    func deliver(_ changes: StoreRemoteChanges) {
+        let current = handlers.withLock { $0 }
+        var keep: [Bool] = []
+        for h in current { keep.append(h(changes)) }
+        guard keep.contains(false) else { return }
+        handlers.withLock { list in
+            // Handlers registered meanwhile sit past `current` and are kept.
+            var kept: [@Sendable (StoreRemoteChanges) -> Bool] = []
+            for (i, h) in list.enumerated() where i >= keep.count || keep[i] { kept.append(h) }
+            list = kept
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import PersistenceKit
+
+/// How one property is kept in a PostgreSQL column.
+enum ColumnKind: Sendable, Equatable {
+    case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, uri
+    /// A to-one relationship: the destination row's primary key.
+    case toOne(destination: Int32)
+    /// A to-many relationship: the destination rows' primary keys, ascending (`bigint[]`).
+    case toMany(destination: Int32)
+
+    /// The column's SQL type.
+    var sqlType: String {
+        switch self {
+        case .int16: "smallint"
+        case .int32: "integer"
+        case .int64, .toOne: "bigint"
+        // Dates are seconds since 2001-01-01 (Foundation's reference date) as a double, so
+        // that every `Date` reads back bit for bit (`timestamptz` keeps microseconds only).
+        case .double, .date: "double precision"
+        case .float: "real"
+        case .decimal: "numeric"
+        case .string, .uri: "text"
+        case .bool: "boolean"
+        case .data: "bytea"
+        case .uuid: "uuid"
+        case .toMany: "bigint[]"
+        }
+    }
+
+    /// Whether values are floating point (NaN needs care in comparisons and sorts).
+    var isFloating: Bool {
+        switch self {
+        case .double, .float, .date: true
+        default: false
+        }
+    }
+}
+
+/// One stored property's column.
+struct Column: Sendable {
+    /// The property's index in its entity.
+    let property: Int
+    /// The property's name, quoted as an SQL identifier.
+    let quoted: String
+    let kind: ColumnKind
+    /// Whether the attribute is indexed (or the column is a to-one, which is always indexed).
+    let indexed: Bool
+}
+
+/// An entity's table: its name and columns, and the statements every read and write uses.
+struct TableLayout: Sendable {
+    /// The entity's index in the model (entities ordered by name).
+    let entity: Int32
+    let entityName: String
+    /// The table, schema-qualified and quoted.
+    let table: String
+    /// The stored properties' columns, in property order (transient properties have none).
+    let columns: [Column]
+    /// The number of the entity's properties (stored rows hold one value per property).
+    let propertyCount: Int
+    /// The column of each property (nil for transient properties).
+    let columnOfProperty: [Int?]
+    /// `"_pk", "_version", …` for INSERT.
+    let columnList: String
+    /// The same for SELECT, in binary form: numerics and key lists cast to text (their
+    /// binary forms are PostgreSQL's internal layouts).
+    let selectList: String
+
+    init(entity: NSEntityDescription, index: Int32, schema: String, entityIndex: [String: Int32]) throws(PostgreSQLStoreError) {
+        self.entity = index
+        self.entityName = entity.name
+        self.table = "\(quote(schema)).\(quote(entity.name))"
+        var columns: [Column] = []
+        var byProperty: [Int?] = []
+        for (i, p) in entity.properties.enumerated() {
+            if p.isTransient {
+                byProperty.append(nil)
+                continue
+            }
+            let kind: ColumnKind
+            var indexed = false
+            if let a = p as? NSAttributeDescription {
+                indexed = a.isIndexed
+                switch a.attributeType {
+                case .integer16AttributeType: kind = .int16
+                case .integer32AttributeType: kind = .int32
+                case .integer64AttributeType: kind = .int64
+                case .doubleAttributeType: kind = .double
+                case .floatAttributeType: kind = .float
+                case .decimalAttributeType: kind = .decimal
+                case .stringAttributeType: kind = .string
+                case .booleanAttributeType: kind = .bool
+                case .dateAttributeType: kind = .date
+                case .binaryDataAttributeType, .compositeAttributeType: kind = .data
+                case .UUIDAttributeType: kind = .uuid
+                case .URIAttributeType: kind = .uri
+                default:
+                    throw PostgreSQLStoreError(
+                        .unsupportedModel, target: schema,
+                        "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
+                }
+            } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
+                kind = r.isToMany ? .toMany(destination: di) : .toOne(destination: di)
+                indexed = !r.isToMany
+            } else {
+                throw PostgreSQLStoreError(
+                    .unsupportedModel, target: schema, "property \(entity.name).\(p.name) has no destination entity in the model.")
+            }
+            byProperty.append(columns.count)
+            columns.append(Column(property: i, quoted: quote(p.name), kind: kind, indexed: indexed))
+        }
+        self.columns = columns
+        self.columnOfProperty = byProperty
+        self.propertyCount = entity.properties.count
+        self.columnList = (["\"_pk\"", "\"_version\""] + columns.map(\.quoted)).joined(separator: ", ")
+        self.selectList = Self.selectList(columns, alias: nil)
+    }
+
+    /// The select list for rows decoded by ``decodeRow(_:_:skip:)``, columns under `alias`.
+    static func selectList(_ columns: [Column], alias: String?) -> String {
+        let prefix = alias.map { $0 + "." } ?? ""
+        let values = columns.map { c -> String in
+            switch c.kind {
+            case .decimal, .toMany: "\(prefix)\(c.quoted)::text"
+            default: prefix + c.quoted
+            }
+        }
+        return (["\(prefix)\"_pk\"", "\(prefix)\"_version\""] + values).joined(separator: ", ")
+    }
+
+    /// The column of property `i`, or nil when it is transient or out of range.
+    func column(_ i: Int) -> Column? {
+        i >= 0 && i < columnOfProperty.count ? columnOfProperty[i].map { columns[$0] } : nil
+    }
+
+    /// The row at `index` of `result`, which selected ``selectList`` in binary form (after
+    /// `skip` columns).
+    func decodeRow(_ result: PostgreSQLResult, _ index: Int, skip: Int = 0) -> StoreRow {
+        var values: [StoreValue] = []
+        values.reserveCapacity(propertyCount)
+        for p in 0..<propertyCount {
+            if let c = columnOfProperty[p] {
+                values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
+            } else {
+                values.append(.null)
+            }
+        }
+        return StoreRow(
+            id: StoreRowID(entity: entity, primaryKey: result.int64(index, skip)), version: result.int64(index, skip + 1),
+            values: values)
+    }
+}
+
+/// `name` as a quoted SQL identifier (an embedded quote doubled). Only names from the model
+/// and the store's options are quoted this way; values always travel as parameters.
+func quote(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,105 @@
+import CLibPQ
+import Foundation
+
+/// The baseline: the five workloads as a hand-written libpq program does them (prepared
+/// statements, one connection, text parameters), in its own schema.
+enum RawLibPQ {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    final class Connection {
+        let conn: OpaquePointer
+
+        init(_ conninfo: String) throws {
+            guard let c = PQconnectdb(conninfo), PQstatus(c) == CONNECTION_OK else {
+                throw Failure(description: "cannot connect to \(conninfo)")
+            }
+            conn = c
+            PQsetNoticeProcessor(c, { _, _ in }, nil)
+        }
+
+        deinit { PQfinish(conn) }
+
+        func exec(_ sql: String) throws {
+            let r = PQexec(conn, sql)
+            defer { PQclear(r) }
+            let s = PQresultStatus(r)
+            guard s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK else {
+                throw Failure(description: String(cString: PQerrorMessage(conn)))
+            }
+        }
+
+        func prepare(_ name: String, _ sql: String) throws {
+            let r = PQprepare(conn, name, sql, 0, nil)
+            defer { PQclear(r) }
+            guard PQresultStatus(r) == PGRES_COMMAND_OK else { throw Failure(description: String(cString: PQerrorMessage(conn))) }
+        }
+
+        /// Runs a prepared statement with text parameters; calls `row` for each result row.
+        func run(_ name: String, _ params: [String], row: (OpaquePointer, Int32) -> Void = { _, _ in }) throws {
+            var cStrings = params.map { strdup($0) }
+            defer { for p in cStrings { free(p) } }
+            let values: [UnsafePointer<CChar>?] = cStrings.map { UnsafePointer($0) }
+            let r = PQexecPrepared(conn, name, Int32(params.count), values, nil, nil, 0)
+            defer { PQclear(r) }
+            let s = PQresultStatus(r)
+            guard s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK, let r else {
+                throw Failure(description: String(cString: PQerrorMessage(conn)))
+            }
+            for i in 0..<PQntuples(r) { row(r, i) }
+            cStrings.removeAll()
+        }
+    }
+
+    static func run(n: Int, conninfo: String) throws -> Figures {
+        var f = Figures()
+        let db = try Connection(conninfo)
+        try db.exec("DROP SCHEMA IF EXISTS pk_bench_raw CASCADE; CREATE SCHEMA pk_bench_raw")
+        try db.exec(
+            "CREATE TABLE pk_bench_raw.item(pk bigint PRIMARY KEY, title text, timestamp double precision, count bigint, flag bigint)")
+        try db.exec("CREATE INDEX item_count ON pk_bench_raw.item(count)")
+        try db.prepare("ins", "INSERT INTO pk_bench_raw.item(pk, title, timestamp, count, flag) VALUES($1,$2,$3,$4,$5)")
+        try db.prepare("upd", "UPDATE pk_bench_raw.item SET title=$1 WHERE pk=$2")
+        try db.prepare("q", "SELECT pk, title, timestamp, count, flag FROM pk_bench_raw.item WHERE count=$1")
+        try db.prepare("s", "SELECT pk, title, timestamp, count, flag FROM pk_bench_raw.item WHERE flag=1 AND timestamp>$1")
+
+        f.insertSave = try seconds {
+            try db.exec("BEGIN")
+            for i in 0..<n {
+                try db.run("ins", [String(i + 1), "Item number \(i)", "\(1e9 + Double(i))", String(i % 1000), String(i & 1)])
+            }
+            try db.exec("COMMIT")
+        }
+        f.singleSave =
+            try seconds {
+                for i in 0..<1000 {
+                    try db.exec("BEGIN")
+                    try db.run("upd", ["renamed", String((i * 97) % n + 1)])
+                    try db.exec("COMMIT")
+                }
+            } * 1e6 / 1000
+        f.indexedFetch = try seconds {
+            for k in 0..<100 {
+                try db.run("q", [String(k)]) { r, i in
+                    f.indexedRows += 1
+                    _ = String(cString: PQgetvalue(r, i, 1))
+                    _ = Double(String(cString: PQgetvalue(r, i, 2)))
+                }
+            }
+        }
+        f.scanFetch = try seconds {
+            try db.run("s", ["\(1e9 + Double(n / 2))"]) { r, i in
+                f.scanRows += 1
+                _ = String(cString: PQgetvalue(r, i, 1))
+            }
+        }
+        f.reopenCount = try seconds {
+            let again = try Connection(conninfo)
+            try again.prepare("c", "SELECT count(*) FROM pk_bench_raw.item")
+            try again.run("c", []) { r, i in f.reopenedRows = Int(String(cString: PQgetvalue(r, i, 0))) ?? 0 }
+        }
+        try db.exec("DROP SCHEMA pk_bench_raw CASCADE")
+        return f
+    }
+}
