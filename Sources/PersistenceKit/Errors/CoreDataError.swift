@@ -36,6 +36,9 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case persistentStoreSave = 134030
         /// A general Core Data error (for example: a save with no store loaded).
         case coreData = 134060
+        /// The store cannot do what was asked of it (for example: pin a query generation on
+        /// a store that keeps no generations, or read history from a store that keeps none).
+        case persistentStoreOperation = 134070
         /// The store could not be opened.
         case persistentStoreOpen = 134080
         /// The same store was added twice.
@@ -43,6 +46,9 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         /// The store was created with a model that does not fit the coordinator's (there
         /// are no migrations yet); the store's own error is ``CoreDataError/underlying``.
         case persistentStoreIncompatibleVersionHash = 134100
+        /// A history request named a point in persistent history that was deleted
+        /// (`deleteHistory(before:)` removed the transactions after it are measured from).
+        case persistentHistoryTokenExpired = 134301
     }
 
     /// What went wrong, as Core Data's code.
