@@ -25,9 +25,14 @@ public final class NSPersistentStoreCoordinator: Sendable {
     private let commitLock = Lock<Void>(())
     /// Contexts that merge this coordinator's saves automatically.
     private let mergeObservers = Lock<[WeakContext]>([])
+    /// Identifiers of the stores loaded with ``NSPersistentStoreRemoteChangeNotificationPostOptionKey``:
+    /// each commit to one posts ``Foundation/Notification/Name/NSPersistentStoreRemoteChange``.
+    private let remoteChangeStores = Lock<Set<String>>([])
 
     private static let factories = Lock<[String: StoreFactory]>([
-        NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) },
+        NSInMemoryStoreType: { url, options, model in
+            InMemoryStore(model: model, url: url, tracksHistory: storeOptionIsOn(options[NSPersistentHistoryTrackingKey]))
+        },
         NSFileStoreType: { url, options, model in
             guard let url else {
                 throw CoreDataError(.persistentStoreOpen, "a file store needs a URL; set the description's url.")
@@ -54,10 +59,12 @@ public final class NSPersistentStoreCoordinator: Sendable {
             // for previews and tests): an empty store whose saves go nowhere. An in-memory
             // store is exactly that. Opened as a file, the empty "file" is reported as a
             // truncated header.
-            if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url) }
+            let tracksHistory = storeOptionIsOn(options[NSPersistentHistoryTrackingKey])
+            if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url, tracksHistory: tracksHistory) }
             // Its FileStoreError, naming the file, offset and cause, becomes the `underlying`
             // of the CoreDataError `openStore` throws.
-            return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
+            return try FileStore.open(
+                at: url, model: model, options: FileStore.Options(durability: durability, tracksHistory: tracksHistory))
         },
     ])
 
@@ -110,6 +117,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
             let store = try openStore(with: factory, at: url, options: options)
             do {
                 try addPersistentStore(store)
+                if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
+                    remoteChangeStores.withLock { _ = $0.insert(store.identifier) }
+                }
                 return store
             } catch let error as CoreDataError where error.code == .persistentStoreOpen && store is FileStore && attempt < 8 {
                 attempt += 1
@@ -200,6 +210,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             list.removeAll { $0 === store }
             return list.count < before
         }
+        if removed { remoteChangeStores.withLock { _ = $0.remove(store.identifier) } }
         guard removed, let file = store as? FileStore else { return }
         if file.detach() { try file.close() }
     }
@@ -245,7 +256,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// Commits `transaction` to `store` under the coordinator's write lock; returns the
     /// result with the ``CommitClock`` reading as of which the committed rows are current.
     func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> (StoreCommitResult, clock: UInt64) {
-        try commitLock.withLock { _ in
+        let (result, clock, token) = try commitLock.withLock { _ in
             let result: StoreCommitResult
             do {
                 result = try store.commit(transaction)
@@ -253,8 +264,37 @@ public final class NSPersistentStoreCoordinator: Sendable {
                 CommitClock.tick()  // a failed store may have changed rows; a tick only costs checks
                 throw error
             }
-            return (result, CommitClock.tick())  // after the rows changed
+            // Read under the commit lock, so that it is this commit's number unless another
+            // coordinator on the same store committed in between (then a later one).
+            let token = store.tracksHistory ? store.currentHistoryToken : nil
+            return (result, CommitClock.tick(), token)  // after the rows changed
         }
+        if case .committed = result, !transaction.isEmpty { postRemoteChange(of: store, token: token) }
+        return (result, clock)
+    }
+
+    /// Posts ``Foundation/Notification/Name/NSPersistentStoreRemoteChange`` for a commit to
+    /// `store`, if it was loaded with the option that asks for it. Posted after the commit
+    /// lock is released: an observer may fetch history or save at once.
+    private func postRemoteChange(of store: any PersistentStore, token: UInt64?) {
+        guard remoteChangeStores.withLock({ $0.contains(store.identifier) }) else { return }
+        var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
+        if let url = store.url { info[NSPersistentStoreURLKey] = url }
+        if let token { info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeTokens: [store.identifier: token]) }
+        NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
+    }
+
+    // MARK: Persistent history
+
+    /// The point in persistent history after the last transaction of `stores` (every store
+    /// when nil) that track history, as Core Data's method of this name; nil when none of them
+    /// tracks history. Fetch history after it later to see what changed since.
+    public func currentPersistentHistoryToken(fromStores stores: [any PersistentStore]? = nil) -> NSPersistentHistoryToken? {
+        var tokens: [String: UInt64] = [:]
+        for store in stores ?? persistentStores where store.tracksHistory {
+            tokens[store.identifier] = store.currentHistoryToken
+        }
+        return tokens.isEmpty ? nil : NSPersistentHistoryToken(storeTokens: tokens)
     }
 
     // MARK: Automatic merging
