@@ -25,9 +25,12 @@ public final class NSPersistentStoreCoordinator: Sendable {
     private let commitLock = Lock<Void>(())
     /// Contexts that merge this coordinator's saves automatically.
     private let mergeObservers = Lock<[WeakContext]>([])
-    /// Identifiers of the stores loaded with ``NSPersistentStoreRemoteChangeNotificationPostOptionKey``:
-    /// each commit to one posts ``Foundation/Notification/Name/NSPersistentStoreRemoteChange``.
-    private let remoteChangeStores = Lock<Set<String>>([])
+    /// The coordinators of this process that loaded a store with
+    /// ``NSPersistentStoreRemoteChangeNotificationPostOptionKey``, by store identifier: each
+    /// commit to the store, through any coordinator, posts
+    /// ``Foundation/Notification/Name/NSPersistentStoreRemoteChange`` from each of them (a
+    /// file store is shared by every coordinator of the process that opens it).
+    private static let remoteChangeObservers = Lock<[String: [WeakCoordinator]]>([:])
 
     private static let factories = Lock<[String: StoreFactory]>([
         NSInMemoryStoreType: { url, options, model in
@@ -118,7 +121,12 @@ public final class NSPersistentStoreCoordinator: Sendable {
             do {
                 try addPersistentStore(store)
                 if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
-                    remoteChangeStores.withLock { _ = $0.insert(store.identifier) }
+                    let live = Self.remoteChangeObservers.withLock { table in
+                        let live = table[store.identifier, default: []].compactMap(\.coordinator)
+                        table[store.identifier] = (live + [self]).map(WeakCoordinator.init)
+                        return live
+                    }
+                    withExtendedLifetime(live) {}  // released after the lock (a deinit may need it)
                 }
                 return store
             } catch let error as CoreDataError where error.code == .persistentStoreOpen && store is FileStore && attempt < 8 {
@@ -210,7 +218,15 @@ public final class NSPersistentStoreCoordinator: Sendable {
             list.removeAll { $0 === store }
             return list.count < before
         }
-        if removed { remoteChangeStores.withLock { _ = $0.remove(store.identifier) } }
+        if removed {
+            let live = Self.remoteChangeObservers.withLock { table -> [NSPersistentStoreCoordinator] in
+                let live = table[store.identifier]?.compactMap(\.coordinator) ?? []
+                let kept = live.filter { $0 !== self }
+                table[store.identifier] = kept.isEmpty ? nil : kept.map(WeakCoordinator.init)
+                return live
+            }
+            withExtendedLifetime(live) {}
+        }
         guard removed, let file = store as? FileStore else { return }
         if file.detach() { try file.close() }
     }
@@ -274,14 +290,18 @@ public final class NSPersistentStoreCoordinator: Sendable {
     }
 
     /// Posts ``Foundation/Notification/Name/NSPersistentStoreRemoteChange`` for a commit to
-    /// `store`, if it was loaded with the option that asks for it. Posted after the commit
-    /// lock is released: an observer may fetch history or save at once.
+    /// `store` from every coordinator of the process that loaded it with the option that asks
+    /// for it (this one included). Posted after the commit lock is released: an observer may
+    /// fetch history or save at once.
     private func postRemoteChange(of store: any PersistentStore, token: UInt64?) {
-        guard remoteChangeStores.withLock({ $0.contains(store.identifier) }) else { return }
+        let targets = Self.remoteChangeObservers.withLock { $0[store.identifier]?.compactMap(\.coordinator) ?? [] }
+        if targets.isEmpty { return }
         var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
         if let url = store.url { info[NSPersistentStoreURLKey] = url }
         if let token { info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeTokens: [store.identifier: token]) }
-        NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
+        for coordinator in targets {
+            NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: coordinator, userInfo: info)
+        }
     }
 
     // MARK: Persistent history
@@ -338,4 +358,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
 /// A weak reference to a context, for observer lists.
 struct WeakContext: Sendable {
     weak var context: NSManagedObjectContext?
+}
+
+/// A weak reference to a coordinator, for the remote change observers.
+struct WeakCoordinator: Sendable {
+    weak var coordinator: NSPersistentStoreCoordinator?
 }

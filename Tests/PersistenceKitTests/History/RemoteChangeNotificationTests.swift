@@ -62,3 +62,28 @@ struct RemoteChangeNotificationTests {
         #expect(posted.count == 1 && posted[0][NSPersistentHistoryTokenKey] == nil)
     }
 }
+
+/// A file store is shared by the coordinators of a process: each of them that asked posts
+/// the notification for a commit made through another.
+@Suite("Remote change notifications across coordinators")
+struct SharedStoreRemoteChangeTests {
+    @Test func aCommitThroughOneCoordinatorIsPostedByEveryCoordinatorThatAsked() throws {
+        let folder = try TemporaryFolder()
+        let model = try HistorySupport.model()
+        let writer = try HistorySupport.container(.file, at: folder.storeURL, model: model, remoteChanges: true)
+        let listener = try HistorySupport.container(.file, at: folder.storeURL, model: model, remoteChanges: true)
+        let silent = try HistorySupport.container(.file, at: folder.storeURL, model: model, remoteChanges: false)
+        let heardBySilent = try RemoteChangeNotificationTests.notifications(of: silent) {
+            let heard = try RemoteChangeNotificationTests.notifications(of: listener) {
+                let own = try RemoteChangeNotificationTests.notifications(of: writer) { try HistorySupport.insert(["a"], in: writer) }
+                #expect(own.count == 1)
+            }
+            #expect(heard.count == 1)
+            let token = heard.first?[NSPersistentHistoryTokenKey] as? NSPersistentHistoryToken
+            #expect(token == listener.persistentStoreCoordinator.currentPersistentHistoryToken())
+            #expect(try HistorySupport.transactions(after: nil, in: listener).count == 1)
+        }
+        #expect(heardBySilent.isEmpty)
+        try FSSupport.close(writer)
+    }
+}

@@ -18,9 +18,10 @@ public let NSPersistentHistoryTokenKey = "historyToken"
 public let NSPersistentStoreURLKey = "storeURL"
 
 extension Notification.Name {
-    /// Posted by a coordinator after each commit (a save or a batch request) to a store
-    /// loaded with ``NSPersistentStoreRemoteChangeNotificationPostOptionKey`` set to true:
-    /// `object` is the coordinator; `userInfo` holds ``NSStoreUUIDKey`` (the store's
+    /// Posted by a coordinator after each commit (a save or a batch request, through it or
+    /// through another coordinator of the process sharing the store) to a store it loaded
+    /// with ``NSPersistentStoreRemoteChangeNotificationPostOptionKey`` set to true: `object`
+    /// is the coordinator; `userInfo` holds ``NSStoreUUIDKey`` (the store's
     /// identifier), ``NSPersistentStoreURLKey`` (its URL, if any) and, when the store tracks
     /// history, ``NSPersistentHistoryTokenKey``. Posted on the committing thread, after the
     /// commit; fetch the history after your last token to see what changed.
