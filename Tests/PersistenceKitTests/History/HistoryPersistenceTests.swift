@@ -144,6 +144,28 @@ struct HistoryPersistenceTests {
         try FSSupport.close(container)
     }
 
+    @Test func damagedHistoryIsReportedAsCorrupt() throws {
+        let folder = try TemporaryFolder()
+        var container = try HistorySupport.container(.file, at: folder.storeURL)
+        try HistorySupport.insert(["a"], in: container)
+        try FSSupport.close(container)
+        var bytes = try FSSupport.bytes(folder.storeURL)
+        let records = FSSupport.recordOffsets(bytes)
+        // The save's record comes before the close record; its payload ends with the history
+        // section, whose one change (17 bytes: kind, entity, key, two counts) ends it.
+        let save = records[records.count - 2]
+        let payloadEnd = save + 20 + Int(FSSupport.u32(bytes, at: save + 8))
+        #expect(bytes[payloadEnd - 17] == 0, "the change is an insert")
+        bytes[payloadEnd - 17] = 9
+        FSSupport.fixRecordCRC(&bytes, recordAt: save)
+        try FSSupport.write(bytes, to: folder.storeURL)
+
+        container = try HistorySupport.container(.file, at: folder.storeURL)
+        let damage = #expect(throws: FileStoreError.self) { _ = try HistorySupport.transactions(after: nil, in: container) }
+        #expect(damage?.kind == .corrupt && damage?.offset == payloadEnd - 17)
+        try FSSupport.close(container)
+    }
+
     @Test func oneStoreCannotBeOpenedWithAndWithoutTrackingAtOnce() throws {
         let folder = try TemporaryFolder()
         let container = try HistorySupport.container(.file, at: folder.storeURL)

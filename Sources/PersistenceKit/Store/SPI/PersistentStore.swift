@@ -87,7 +87,8 @@ public protocol PersistentStore: AnyObject, Sendable {
     ///
     /// - Throws: ``CoreDataError`` `.persistentHistoryTokenExpired` when `bound` is a token
     ///   older than history deleted since; `.persistentStoreOperation` from a store that keeps
-    ///   no history (the default).
+    ///   no history (the default); the store's own error when it cannot read its history (for
+    ///   a damaged file store, ``FileStoreError`` `.corrupt` naming the file and offset).
     func fetchHistory(after bound: StoreHistoryBound) throws -> [StoreHistoryTransaction]
     /// Removes the kept history transactions up to `bound`; returns how many went. The store's
     /// rows are not touched. (Default: throws `.persistentStoreOperation`.)
