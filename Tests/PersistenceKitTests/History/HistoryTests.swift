@@ -191,6 +191,20 @@ struct HistoryTests {
         let last = try #require(try HistorySupport.transactions(after: nil, in: container).last)
         #expect(last.changes.contains("insert MemoFolder p1"))
         #expect(last.changes.contains("update Memo p1 [folder]"))
+
+        // Into a stored folder: both ends change; a later edit of the folder's name alone
+        // lists only the name, whatever order the folder's memos come in.
+        let second = try HistorySupport.insert(["b", "c"], in: container)
+        try context.performAndWait {
+            let f = try #require(try context.fetch(NSFetchRequest<MemoFolder>(entityName: "MemoFolder")).first)
+            for id in second.reversed() { (try context.existingObject(with: id) as? Memo)?.folder = f }
+            try context.save()
+            f.name = "archive"
+            try context.save()
+        }
+        let history = try HistorySupport.transactions(after: nil, in: container)
+        #expect(Set(history[history.count - 2].changes) == ["update Memo p2 [folder]", "update Memo p3 [folder]", "update MemoFolder p1 [memos]"])
+        #expect(history[history.count - 1].changes == ["update MemoFolder p1 [name]"])
     }
 
     @Test(arguments: HistoryStoreKind.allCases)

@@ -105,7 +105,7 @@ struct HistoryLog: Sendable {
             let old = try stored(row.id)
             let count = max(row.values.count, old?.values.count ?? 0)
             var columns: [Int] = []
-            for i in 0..<count where row.value(at: i) != (old?.value(at: i) ?? .null) { columns.append(i) }
+            for i in 0..<count where !sameStoredValue(row.value(at: i), old?.value(at: i) ?? .null) { columns.append(i) }
             if !columns.isEmpty { changes.append(StoreHistoryChange(kind: .update, row: row.id, updatedColumns: columns)) }
         }
         for d in transaction.deletes {
@@ -114,6 +114,15 @@ struct HistoryLog: Sendable {
             changes.append(StoreHistoryChange(kind: .delete, row: d.id, tombstone: tombstone))
         }
         return changes
+    }
+
+    /// Whether two values of one property are the same as stored: to-many lists compare as
+    /// sets (a writer may list a relationship's rows in any order; the store keeps them in
+    /// row order).
+    private static func sameStoredValue(_ a: StoreValue, _ b: StoreValue) -> Bool {
+        if a == b { return true }
+        if case let .references(x) = a, case let .references(y) = b { return x.count == y.count && x.sorted() == y.sorted() }
+        return false
     }
 
     /// The properties whose values a deleted row leaves in its history (attributes marked
