@@ -37,7 +37,10 @@ let package = Package(
             dependencies: ["PersistenceKit"],
             path: "Tests/TrapMessages"
         ),
-        .testTarget(name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"]),
+        .testTarget(
+            name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"],
+            // Xcode model files written by hand in Xcode's format, read by the model-file tests.
+            resources: [.copy("Model/ModelFileFixtures")]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),
         // Compiled as a new app target is (Swift 6.2's default MainActor isolation), so that a
         // model and its use keep compiling there.

@@ -105,7 +105,9 @@ open class NSPersistentContainer: @unchecked Sendable {
         }
         do {
             try NSPersistentStoreCoordinator.checkConfiguration(description.configuration)
-            try persistentStoreCoordinator.addPersistentStore(type: description.type, at: description.url, options: description.options)
+            try persistentStoreCoordinator.addPersistentStore(
+                type: description.type, at: description.url, options: description.effectiveOptions,
+                stagedMigrationManager: description.stagedMigrationManager)
             return nil
         } catch {
             state.withLock { _ = $0.loaded.remove(key) }

@@ -13,6 +13,9 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         var shouldAddStoreAsynchronously = false
         var options: [String: String] = [:]
         var configuration: String?
+        var shouldMigrateStoreAutomatically = true
+        var shouldInferMappingModelAutomatically = true
+        var stagedMigrationManager: NSStagedMigrationManager?
     }
 
     private let state: Lock<State>
@@ -48,6 +51,44 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
     public var configuration: String? {
         get { state.withLock { $0.configuration } }
         set { state.withLock { $0.configuration = newValue } }
+    }
+
+    /// Whether loading migrates a store written with another version of the model, as
+    /// Core Data's (`true` by default): the container passes it to the coordinator as
+    /// ``NSMigratePersistentStoresAutomaticallyOption``. See Docs/Migration.md.
+    public var shouldMigrateStoreAutomatically: Bool {
+        get { state.withLock { $0.shouldMigrateStoreAutomatically } }
+        set { state.withLock { $0.shouldMigrateStoreAutomatically = newValue } }
+    }
+
+    /// Whether such a migration may infer its mapping (a lightweight migration), as Core
+    /// Data's (`true` by default); passed as ``NSInferMappingModelAutomaticallyOption``.
+    public var shouldInferMappingModelAutomatically: Bool {
+        get { state.withLock { $0.shouldInferMappingModelAutomatically } }
+        set { state.withLock { $0.shouldInferMappingModelAutomatically = newValue } }
+    }
+
+    /// The staged migration to run when the store was written with an older model version
+    /// (Core Data passes it as the `NSPersistentStoreStagedMigrationManagerOptionKey`
+    /// option; options here are strings, so it has a property of its own). `nil` by default.
+    public var stagedMigrationManager: NSStagedMigrationManager? {
+        get { state.withLock { $0.stagedMigrationManager } }
+        set { state.withLock { $0.stagedMigrationManager = newValue } }
+    }
+
+    /// The options the container passes to the coordinator: ``options`` with the migration
+    /// flags filled in from their properties (an option set explicitly wins).
+    var effectiveOptions: [String: String] {
+        state.withLock { s in
+            var options = s.options
+            if options[NSMigratePersistentStoresAutomaticallyOption] == nil {
+                options[NSMigratePersistentStoresAutomaticallyOption] = s.shouldMigrateStoreAutomatically ? "true" : "false"
+            }
+            if options[NSInferMappingModelAutomaticallyOption] == nil {
+                options[NSInferMappingModelAutomaticallyOption] = s.shouldInferMappingModelAutomatically ? "true" : "false"
+            }
+            return options
+        }
     }
 
     /// Store options, passed to the store when it is created.

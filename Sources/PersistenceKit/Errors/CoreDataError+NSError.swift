@@ -53,6 +53,10 @@ public let NSCoreDataError = CoreDataError.Code.coreData.rawValue
 public let NSPersistentStoreOpenError = CoreDataError.Code.persistentStoreOpen.rawValue
 /// Core Data's error code for a store made with a model that does not fit.
 public let NSPersistentStoreIncompatibleVersionHashError = CoreDataError.Code.persistentStoreIncompatibleVersionHash.rawValue
+/// Core Data's code for a failed migration (134110); the store is unchanged.
+public let NSMigrationError = CoreDataError.Code.migration.rawValue
+/// Core Data's code for a migration that found no model the store was written with (134130).
+public let NSMigrationMissingSourceModelError = CoreDataError.Code.migrationMissingSourceModel.rawValue
 
 extension CoreDataError: CustomNSError {
     /// `NSCocoaErrorDomain`, Core Data's domain.

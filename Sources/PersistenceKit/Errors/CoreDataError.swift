@@ -43,11 +43,17 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case persistentStoreOpen = 134080
         /// The same store was added twice.
         case persistentStoreAlreadyAdded = 134081
-        /// The store was created with a model that does not fit the coordinator's (there
-        /// are no migrations yet); the store's own error is ``CoreDataError/underlying``.
+        /// The store was created with a model that does not fit the coordinator's, and
+        /// automatic migration was off; the store's own error is ``CoreDataError/underlying``.
         case persistentStoreIncompatibleVersionHash = 134100
-        /// A history request named a point in persistent history that was deleted
-        /// (`deleteHistory(before:)` removed the transactions after it are measured from).
+        /// A migration failed (Core Data's `NSMigrationError`); the store is unchanged and the
+        /// ``MigrationError`` is the `underlying`.
+        case migration = 134110
+        /// No model the migration knows is the one the store was written with (Core Data's
+        /// `NSMigrationMissingSourceModelError`).
+        case migrationMissingSourceModel = 134130
+        /// A history fetch named a point older than history deleted since
+        /// (`deleteHistory(before:)`): the transactions after it are no longer all there.
         case persistentHistoryTokenExpired = 134301
     }
 

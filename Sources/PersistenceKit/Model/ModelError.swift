@@ -17,6 +17,8 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case invalidDefaultValue
         /// A relationship's destination entity is not in the model (or not set).
         case unknownDestination(String)
+        /// An entity's sub-entity (named) is not in the model.
+        case unknownSubentity(String)
         /// A relationship has no inverse.
         case missingInverse
         /// The named inverse does not exist on the destination entity.

@@ -95,6 +95,6 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         if isTransient { s += " transient" }
         if isIndexed { s += " indexed" }
         if let d = defaultStoreValue, !d.isNull { s += " default=\(d)" }
-        return s
+        return s + versioningDescription
     }
 }

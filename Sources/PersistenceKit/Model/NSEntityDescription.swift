@@ -39,15 +39,39 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         }
     }
 
-    /// The entity's properties, in storage order. Setting it makes this entity their owner.
-    @exclusivity(unchecked) public var properties: [NSPropertyDescription] {
-        didSet {
+    /// The entity's properties, in storage order: those it inherits from its
+    /// ``superentity`` (that entity's ``properties``, in their order) followed by its own.
+    ///
+    /// As in Core Data, setting it sets the entity's own properties and makes this entity
+    /// their owner; the inherited ones stay first and keep their ``NSPropertyDescription/entity``
+    /// (the ancestor that declares them). An inherited property has the same storage index in
+    /// the entity that declares it and in every sub-entity, so a value read by index means the
+    /// same property on objects of either.
+    public var properties: [NSPropertyDescription] {
+        get { allProperties }
+        set {
             checkMutable()
             // Properties that left this entity stop naming it (their `entity` does not keep
             // the entity alive, so a stale one must not outlive it).
-            for p in oldValue where !properties.contains(where: { $0 === p }) { p.detach(from: self) }
-            adopt(properties)
+            for p in ownProperties where !newValue.contains(where: { $0 === p }) { p.detach(from: self) }
+            ownProperties = newValue
+            adopt(newValue)
+            refreshInheritedProperties()
         }
+    }
+
+    /// The properties this entity declares itself (not inherited), in order.
+    @exclusivity(unchecked) private(set) var ownProperties: [NSPropertyDescription] = []
+
+    /// The inherited properties followed by ``ownProperties``: what ``properties`` returns.
+    /// Kept up to date eagerly (when either list of an ancestor changes), so that the hot
+    /// paths read a stored array.
+    @exclusivity(unchecked) private var allProperties: [NSPropertyDescription] = []
+
+    /// Recomputes ``allProperties`` for this entity and every entity below it.
+    private func refreshInheritedProperties() {
+        allProperties = (superentity?.allProperties ?? []) + ownProperties
+        for sub in storedSubentities { sub.refreshInheritedProperties() }
     }
 
     /// Makes this entity the owner of `properties`; traps for a property of an entity in use.
@@ -78,8 +102,100 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// for an entity without constraints, which is what the save and commit paths test.
     @exclusivity(unchecked) private(set) var uniqueColumns: [[Int]] = []
 
-    /// Abstract entities are not supported (no entity inheritance); always `false`.
-    public var isAbstract: Bool { false }
+    /// Whether the entity is abstract: it has no objects of its own, only those of its
+    /// ``subentities`` (a `Shape` entity with `Circle` and `Square` below it). Inserting an
+    /// object of an abstract entity makes the save throw ``CoreDataError`` (code 1550, naming
+    /// the entity). Part of the model's equality. `false` by default; settable until the
+    /// model is used by a coordinator, as in Core Data.
+    @exclusivity(unchecked) public var isAbstract: Bool = false {
+        didSet { checkMutable() }
+    }
+
+    /// The entities that inherit from this one, as in Core Data. Setting it makes this
+    /// entity their ``superentity`` (an entity listed here that had another super-entity
+    /// leaves that one's list); each sub-entity then inherits this entity's ``properties``
+    /// ahead of its own. Every sub-entity must also be in the model's
+    /// ``NSManagedObjectModel/entities``. Traps when the list would make an entity its own
+    /// ancestor, or when the model is in use.
+    public var subentities: [NSEntityDescription] {
+        get { storedSubentities }
+        set {
+            checkMutable()
+            for sub in newValue {
+                var ancestor: NSEntityDescription? = self
+                while let a = ancestor {
+                    if a === sub {
+                        programmerError(
+                            "PersistenceKit: entity '\(sub.name)' cannot be a sub-entity of '\(name)': it would become its own "
+                                + "ancestor. Rule: entity inheritance is a tree.")
+                    }
+                    ancestor = a.superentity
+                }
+            }
+            for old in storedSubentities where !newValue.contains(where: { $0 === old }) {
+                old.setSuperentity(nil)
+            }
+            storedSubentities = newValue
+            for sub in newValue {
+                if let previous = sub.superentity, previous !== self {
+                    previous.storedSubentities.removeAll { $0 === sub }
+                }
+                sub.setSuperentity(self)
+            }
+        }
+    }
+
+    @exclusivity(unchecked) private var storedSubentities: [NSEntityDescription] = []
+
+    /// The entity this one inherits from, or `nil`; set through the super-entity's
+    /// ``subentities``. Like Core Data's, the reference does not keep the super-entity alive.
+    public var superentity: NSEntityDescription? {
+        superentityOwner == nil ? nil : storedSuperentity
+    }
+
+    // `unowned`, not `weak`, for the reason given on `NSPropertyDescription.entity` (a weak
+    // reference slows every retain of its target); the super-entity clears it in its
+    // deinit and when it drops this entity from its list, and `superentityOwner` says
+    // whether it is set without loading it.
+    private unowned var storedSuperentity: NSEntityDescription?
+    private var superentityOwner: ObjectIdentifier?
+
+    private func setSuperentity(_ entity: NSEntityDescription?) {
+        storedSuperentity = entity
+        superentityOwner = entity.map(ObjectIdentifier.init)
+        refreshInheritedProperties()
+    }
+
+    /// The sub-entities keyed by name.
+    public var subentitiesByName: [String: NSEntityDescription] {
+        Dictionary(storedSubentities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Whether this entity is `entity` or inherits from it (directly or through other
+    /// entities), as Core Data's `isKindOf(entity:)`.
+    public func isKindOf(entity: NSEntityDescription) -> Bool {
+        var e: NSEntityDescription? = self
+        while let current = e {
+            if current === entity { return true }
+            e = current.superentity
+        }
+        return false
+    }
+
+    /// A name this entity had in an earlier version of the model, as Core Data's: model
+    /// migration matches an entity of the old model whose name (or renaming identifier)
+    /// equals it, so a renamed entity keeps its objects. `nil` (the default) means the
+    /// entity's ``name``. Part of the model's equality.
+    @exclusivity(unchecked) public var renamingIdentifier: String? {
+        didSet { checkMutable() }
+    }
+
+    /// A string that, as in Core Data, enters the entity's version hash: change it to mark a
+    /// model version as different when the entity's structure is the same but the meaning
+    /// of its data changed. `nil` by default. Part of the model's equality.
+    @exclusivity(unchecked) public var versionHashModifier: String? {
+        didSet { checkMutable() }
+    }
 
     /// The model the entity belongs to, once it is added to one.
     public internal(set) weak var managedObjectModel: NSManagedObjectModel?
@@ -158,12 +274,16 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         self.name = ""
         self.managedObjectClassName = "NSManagedObject"
         self.managedObjectClass = NSManagedObject.self
-        self.properties = []
     }
 
     deinit {
-        // Properties may outlive their entity; they must not keep an unowned reference to it.
-        for p in properties { p.detach(from: self) }
+        // Properties and sub-entities may outlive their entity; they must not keep an
+        // unowned reference to it.
+        for p in ownProperties { p.detach(from: self) }
+        for sub in storedSubentities where sub.superentityOwner == ObjectIdentifier(self) {
+            sub.storedSuperentity = nil
+            sub.superentityOwner = nil
+        }
     }
 
     /// Creates an entity description with a name, a class and properties.
@@ -177,7 +297,6 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         self.managedObjectClass = managedObjectClass
         self.managedObjectClassName = String(describing: managedObjectClass)
         self.properties = properties
-        adopt(properties)
     }
 
     /// The entity's properties keyed by name.
@@ -237,9 +356,12 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// Builds lookup tables; called once by the model when it is sealed.
     func seal(index: Int32) {
         var byName: [String: Int] = [:]
+        let inherited = properties.count - ownProperties.count
         for (i, p) in properties.enumerated() {
+            // An inherited property keeps its ancestor as its entity; its index there is the
+            // same (inherited properties come first, in the ancestor's order).
             p.index = i
-            p.entity = self
+            if i >= inherited { p.entity = self }
             if byName[p.name] == nil { byName[p.name] = i }
             if let a = p as? NSAttributeDescription { a.resolveDefault() }
         }
@@ -285,15 +407,28 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
 
     /// The canonical form of the entity used by model equality and the version hash:
     /// properties sorted by name, class name excluded (as in Core Data's version hashes).
+    /// Inherited properties are described by the entity that declares them.
     var canonicalDescription: String {
-        let props = properties.map(\.canonicalDescription).sorted().joined(separator: "; ")
-        return "entity \(name) { \(props) }\(uniquenessDescription)"
+        let props = ownProperties.map(\.canonicalDescription).sorted().joined(separator: "; ")
+        return "entity \(name)\(inheritanceDescription) { \(props) }\(uniquenessDescription)"
     }
 
     /// The canonical form with the properties in their order, which is the order a store
     /// keeps a row's values in (see `NSManagedObjectModel.layoutHash`).
     var layoutDescription: String {
         let props = properties.map(\.canonicalDescription).joined(separator: "; ")
-        return "entity \(name) { \(props) }\(uniquenessDescription)"
+        return "entity \(name)\(inheritanceDescription) { \(props) }\(uniquenessDescription)"
+    }
+
+    /// The super-entity, abstract flag, renaming identifier and version hash modifier in the
+    /// canonical form: empty when none is set, so that models without them keep the hashes
+    /// (and stores) they had.
+    var inheritanceDescription: String {
+        var s = ""
+        if let superentity { s += " : \(superentity.name)" }
+        if isAbstract { s += " abstract" }
+        if let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
+        if let versionHashModifier { s += " hashModifier=\(versionHashModifier)" }
+        return s
     }
 }

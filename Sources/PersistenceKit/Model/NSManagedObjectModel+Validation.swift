@@ -4,8 +4,8 @@ extension NSManagedObjectModel {
     /// Checks the model and resolves relationship destinations and inverses given by name.
     ///
     /// Reports, with the entity and property named: empty or duplicate names, unsupported
-    /// attribute types, default values of the wrong type, unknown destinations, missing,
-    /// unknown or mismatched inverses, inconsistent counts, and uniqueness constraints that
+    /// attribute types, default values of the wrong type, unknown destinations, sub-entities
+    /// that are not in the model, missing, unknown or mismatched inverses, inconsistent counts, and uniqueness constraints that
     /// name no attribute, an unknown property, a relationship or a transient attribute.
     ///
     /// - Throws: ``ModelError`` for the first problem found (entities and properties are
@@ -24,9 +24,16 @@ extension NSManagedObjectModel {
             }
         }
         let byName = Dictionary(sortedEntities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for entity in sortedEntities {
+            for sub in entity.subentities where byName[sub.name] !== sub {
+                throw ModelError(
+                    .unknownSubentity(sub.name), entity: entity.name,
+                    "the sub-entity '\(sub.name)' is not part of this model; add it to the model's entities.")
+            }
+        }
         // Resolve names first so inverse checks below see resolved destinations.
         for entity in sortedEntities {
-            for case let r as NSRelationshipDescription in entity.properties {
+            for case let r as NSRelationshipDescription in entity.ownProperties {
                 if r.destinationEntity == nil, let n = r.destinationEntityName {
                     guard let d = byName[n] else {
                         throw ModelError(
@@ -48,6 +55,8 @@ extension NSManagedObjectModel {
                         .duplicateProperty, entity: entity.name, property: p.name,
                         "two properties are named '\(p.name)'; property names must be unique in an entity.")
                 }
+                // An inherited property is checked once, in the entity that declares it.
+                guard p.entity === entity else { continue }
                 if let a = p as? NSAttributeDescription {
                     try check(a, in: entity)
                 } else if let r = p as? NSRelationshipDescription {
@@ -101,7 +110,8 @@ extension NSManagedObjectModel {
                 .missingInverse, entity: entity.name, property: r.name,
                 "the relationship has no inverse; every relationship needs one so the object graph stays consistent.")
         }
-        guard inverse.entity === destination else {
+        // The inverse may be inherited by the destination from one of its super-entities.
+        guard let inverseEntity = inverse.entity, destination.isKindOf(entity: inverseEntity) else {
             throw ModelError(
                 .mismatchedInverse(inverse.name), entity: entity.name, property: r.name,
                 "the inverse '\(inverse.name)' belongs to '\(inverse.entity?.name ?? "no entity")', not to the "
@@ -117,7 +127,7 @@ extension NSManagedObjectModel {
                     + "'\(inverse.inverseRelationship?.name ?? inverse.inverseName ?? "nothing")' instead of '\(r.name)'.")
         }
         if inverse.inverseRelationship == nil { inverse.inverseRelationship = r }
-        guard inverse.destinationEntity == nil || inverse.destinationEntity === entity
+        guard inverse.destinationEntity.map({ entity.isKindOf(entity: $0) }) ?? true
             || inverse.destinationEntityName == entity.name
         else {
             throw ModelError(

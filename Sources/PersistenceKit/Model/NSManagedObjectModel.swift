@@ -40,6 +40,25 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         }
     }
 
+    /// Identifiers of this model version, as Core Data's: free-form values (a model file's
+    /// "Version Identifier" becomes one string here) that tell versions apart for people and
+    /// migration code. They do not enter ``versionHash``: two models that differ only in
+    /// their identifiers open the same stores. Set before the model is used by a coordinator.
+    public var versionIdentifiers: Set<AnyHashable> = [] {
+        didSet {
+            if isSealed {
+                programmerError(
+                    "PersistenceKit: a model's versionIdentifiers were changed after it was used by a coordinator. "
+                        + "Rule: a model is immutable once in use.")
+            }
+        }
+    }
+
+    /// The Xcode model file this model was read from (a `.xcdatamodeld` bundle, a version
+    /// folder or a `contents` file), if any: migration looks for the store's model among the
+    /// bundle's other versions. Set once, by the model-file initializers.
+    var modelFileURL: URL?
+
     private let sealLock = Lock<Bool>(false)
     /// The validation error found when the model was sealed, if any (written once, under
     /// `sealLock`, before `isSealed` becomes true).

@@ -33,6 +33,30 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
         didSet { checkMutable() }
     }
 
+    /// A name this property had in an earlier version of the model, as Core Data's: model
+    /// migration matches a property of the old entity whose name (or renaming identifier)
+    /// equals it, so a renamed attribute or relationship keeps its values. `nil` (the
+    /// default) means the property's ``name``. Part of the model's equality.
+    @exclusivity(unchecked) public var renamingIdentifier: String? {
+        didSet { checkMutable() }
+    }
+
+    /// A string that, as in Core Data, enters the property's version hash: change it to mark
+    /// a model version as different when the property's type and options are the same but
+    /// the meaning of its values changed. `nil` by default. Part of the model's equality.
+    @exclusivity(unchecked) public var versionHashModifier: String? {
+        didSet { checkMutable() }
+    }
+
+    /// The renaming identifier and version hash modifier in the canonical form: empty when
+    /// neither is set, so that models without them keep the hashes (and stores) they had.
+    var versioningDescription: String {
+        var s = ""
+        if let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
+        if let versionHashModifier { s += " hashModifier=\(versionHashModifier)" }
+        return s
+    }
+
     /// The entity the property belongs to; set when the property is added to an entity, and
     /// `nil` again once it is removed from it or the entity is gone. Like Core Data's, the
     /// reference does not keep the entity alive.
@@ -78,7 +102,7 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     }
 
     /// A one-line summary used by the model's canonical form and version hash.
-    var canonicalDescription: String { "\(name)" }
+    var canonicalDescription: String { "\(name)\(versioningDescription)" }
 
     /// A readable summary for logs and messages.
     public var description: String { canonicalDescription }

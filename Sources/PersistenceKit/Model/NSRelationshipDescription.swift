@@ -75,8 +75,13 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
     /// set. Model validation checks that it agrees with ``isToMany``.
     var declaredAsSet: Bool?
 
-    /// Ordered relationships are not supported; always `false`.
-    public var isOrdered: Bool { false }
+    /// Whether a to-many relationship keeps its objects in an order, as Core Data's
+    /// (`NSOrderedSet` semantics: each object at most once, at a position the program
+    /// chooses). The order is saved and comes back on every fetch and reopen. Ignored for a
+    /// to-one relationship. Part of the model's equality. `false` by default.
+    @exclusivity(unchecked) public var isOrdered: Bool = false {
+        didSet { checkMutable() }
+    }
 
     /// The destination entity's name, when the model is built from classes (resolved to
     /// ``destinationEntity`` during validation).
@@ -101,6 +106,7 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         s += " rule=\(deleteRule.rawValue) min=\(minCount) max=\(maxCount)"
         if isOptional { s += " opt" }
         if isTransient { s += " transient" }
-        return s
+        if isOrdered && isToMany { s += " ordered" }
+        return s + versioningDescription
     }
 }

@@ -99,6 +99,23 @@ public final class NSPersistentStoreCoordinator: Sendable {
     ///   damaged, unreadable), with the file store's ``FileStoreError`` as `underlying`.
     @discardableResult
     public func addPersistentStore(type: String, at url: URL?, options: [String: String]? = nil) throws -> any PersistentStore {
+        try addPersistentStore(type: type, at: url, options: options, stagedMigrationManager: nil)
+    }
+
+    /// Creates and adds a store of a registered type, migrating a file store written with an
+    /// older model version through `stagedMigrationManager`'s stages (see
+    /// ``addPersistentStore(type:at:options:)`` for the rest). With
+    /// ``NSMigratePersistentStoresAutomaticallyOption`` and ``NSInferMappingModelAutomaticallyOption``
+    /// on, a file store written with another version is migrated by an inferred (lightweight)
+    /// migration when its model is found (see Docs/Migration.md).
+    ///
+    /// - Throws: as ``addPersistentStore(type:at:options:)``, and ``CoreDataError``
+    ///   `.migration` / `.migrationMissingSourceModel` (with the ``MigrationError`` as
+    ///   `underlying`) when a migration fails; the store is then unchanged.
+    @discardableResult
+    public func addPersistentStore(
+        type: String, at url: URL?, options: [String: String]?, stagedMigrationManager: NSStagedMigrationManager?
+    ) throws -> any PersistentStore {
         if let modelError {
             throw CoreDataError(.coreData, "the model is invalid: \(modelError)", underlying: modelError)
         }
@@ -117,7 +134,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
         // add is opened again (see `FileStore.attach()`); twice is always enough in practice.
         var attempt = 1
         while true {
-            let store = try openStore(with: factory, at: url, options: options)
+            let store = try openStore(with: factory, type: type, at: url, options: options, staged: stagedMigrationManager)
             do {
                 try addPersistentStore(store)
                 if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
@@ -135,11 +152,20 @@ public final class NSPersistentStoreCoordinator: Sendable {
         }
     }
 
-    private func openStore(with factory: StoreFactory, at url: URL?, options: [String: String]?) throws -> any PersistentStore {
+    private func openStore(
+        with factory: StoreFactory, type: String, at url: URL?, options: [String: String]?, staged: NSStagedMigrationManager?
+    ) throws -> any PersistentStore {
         let store: any PersistentStore
         do {
             store = try factory(url, options ?? [:], managedObjectModel)
         } catch let error as FileStoreError {
+            if case .modelMismatch = error.kind, type == NSFileStoreType, let url,
+                try migrateFileStore(
+                    at: url, options: options, staged: staged,
+                    durability: FileStore.Durability(rawValue: options?[FileStore.durabilityOptionKey] ?? "") ?? .full)
+            {
+                return try openStore(with: factory, type: type, at: url, options: options, staged: nil)
+            }
             // Every load error is a `CoreDataError`, the store's own error its `underlying`, as
             // Core Data wraps a store's error in an NSError with NSUnderlyingErrorKey: code that
             // catches `CoreDataError` around `loadPersistentStores` sees locked, damaged and
@@ -152,8 +178,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
             throw CoreDataError(
                 .persistentStoreIncompatibleVersionHash,
                 "the store at \(error.path) was created with model \(storeHash), not this coordinator's model "
-                    + "\(modelHash), and there are no migrations yet: open it with its own model, or destroy it "
-                    + "(destroyPersistentStore(at:ofType:)) and load it again.",
+                    + "\(modelHash), and automatic migration is off: turn it on (shouldMigrateStoreAutomatically and "
+                    + "shouldInferMappingModelAutomatically, or a stagedMigrationManager), open it with its own model, or "
+                    + "destroy it (destroyPersistentStore(at:ofType:)) and load it again.",
                 underlying: error)
         }
         return store

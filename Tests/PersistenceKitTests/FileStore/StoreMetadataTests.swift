@@ -112,10 +112,18 @@ import Testing
         #expect(direct?.description.contains(storeModel.layoutHashString) == true)
         #expect(direct?.description.contains(otherModel.layoutHashString) == true)
 
-        // Through a coordinator, Core Data's code for it (134100), with both hashes.
+        // Through a coordinator without migration, Core Data's code for it (134100), with both hashes.
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: otherModel)
+        let viaCoordinator = #expect(throws: CoreDataError.self) {
+            _ = try coordinator.addPersistentStore(type: NSFileStoreType, at: folder.storeURL)
+        }
+        #expect(viaCoordinator?.code == .persistentStoreIncompatibleVersionHash)
+        #expect((viaCoordinator?.underlying as? FileStoreError)?.kind == expected)
+        #expect(viaCoordinator?.message.contains(storeModel.layoutHashString) == true)
+        #expect(viaCoordinator?.message.contains(otherModel.layoutHashString) == true)
+        // Through a container, which migrates by default and knows no model of the store: 134130.
         let viaContainer = #expect(throws: CoreDataError.self) { _ = try FSSupport.container(at: folder.storeURL, model: otherModel) }
-        #expect(viaContainer?.code == .persistentStoreIncompatibleVersionHash)
-        #expect((viaContainer?.underlying as? FileStoreError)?.kind == expected)
+        #expect(viaContainer?.code == .migrationMissingSourceModel)
         #expect(viaContainer?.message.contains(storeModel.layoutHashString) == true)
         #expect(viaContainer?.message.contains(otherModel.layoutHashString) == true)
 

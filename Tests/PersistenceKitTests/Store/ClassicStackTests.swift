@@ -42,14 +42,17 @@ import Testing
         try coordinator.remove(store)
     }
 
-    /// The pattern: load; on `NSPersistentStoreIncompatibleVersionHashError`, destroy the
-    /// store and load again.
+    /// The pattern: load; on `NSPersistentStoreIncompatibleVersionHashError` (migration off)
+    /// or `NSMigrationMissingSourceModelError` (migration on, the store's model unknown),
+    /// destroy the store and load again.
     @Test func aStoreOfAnotherModelFailsWithCode134100AndCanBeRebuilt() throws {
         let folder = try TemporaryFolder()
         try FSSupport.close(try FSSupport.container(at: folder.storeURL))
         let newModel = try NSManagedObjectModel(managedObjectClasses: [StoreMetadataTests.Note.self])
         let container = NSPersistentContainer(name: "Notes", managedObjectModel: newModel)
-        container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: folder.storeURL)]
+        let description = NSPersistentStoreDescription(url: folder.storeURL)
+        description.shouldMigrateStoreAutomatically = false
+        container.persistentStoreDescriptions = [description]
         let box = ErrorBox()
         container.loadPersistentStores { _, error in box.set(error) }
         let error = try #require(box.get())
@@ -59,6 +62,14 @@ import Testing
         #expect(nsError.code == 134100)
         let underlying = (error as? CoreDataError)?.underlying as? FileStoreError
         #expect(underlying?.kind == .modelMismatch(storeHash: try Fixtures.model().layoutHashString, modelHash: newModel.layoutHashString))
+
+        // Migration on (the default), and no model the store was written with: 134130.
+        description.shouldMigrateStoreAutomatically = true
+        let missing = ErrorBox()
+        container.loadPersistentStores { _, error in missing.set(error) }
+        let missingError = try #require(missing.get()) as NSError
+        #expect(missingError.code == NSMigrationMissingSourceModelError)
+        #expect(missingError.code == 134130)
 
         try container.persistentStoreCoordinator.destroyPersistentStore(at: folder.storeURL, ofType: NSFileStoreType)
         let retry = ErrorBox()

@@ -45,7 +45,7 @@ extension FileStore {
         do throws(FileStoreError) {
             try? fs.remove(path + "-compact")
             if !existed {
-                try createFile(path: path, directory: directory, model: model, fs: fs)
+                try createFile(path: path, directory: directory, model: model, storeID: options.newStoreIdentifier ?? UUID(), fs: fs)
             }
             let file = try io(path, "opening the store") { try fs.open(path, create: false) }
             let size = try io(path, "reading the store") { try file.size() }
@@ -145,9 +145,11 @@ extension FileStore {
     }
 
     /// Creates a new store file atomically: written beside the final name, synced, renamed.
-    private static func createFile(path: String, directory: String, model: NSManagedObjectModel, fs: any StoreFileSystem) throws(FileStoreError) {
+    private static func createFile(
+        path: String, directory: String, model: NSManagedObjectModel, storeID: UUID, fs: any StoreFileSystem
+    ) throws(FileStoreError) {
         let temporary = path + "-new"
-        let header = FileStoreFormat.header(storeID: UUID(), modelHash: model.layoutHash)
+        let header = FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash)
         try io(path, "creating the store") {
             let f = try fs.open(temporary, create: true)
             defer { f.close() }

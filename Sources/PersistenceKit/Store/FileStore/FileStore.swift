@@ -55,6 +55,10 @@ public final class FileStore: PersistentStore {
         /// Whether saves record persistent history in the file (``NSPersistentHistoryTrackingKey``).
         /// Default `false`: saves then write exactly what they wrote before history existed.
         public var tracksHistory: Bool
+        /// The identifier a store created by this open gets (a fresh UUID when `nil`).
+        /// Migration sets it, so that a migrated store keeps its identifier and the object
+        /// IDs (URIs) that name it.
+        var newStoreIdentifier: UUID?
 
         /// Creates options.
         public init(
