@@ -91,3 +91,28 @@ extension FileStore {
             .closed, path: path, "\(what) failed: this is a read-only query generation of the store; write through the store itself.")
     }
 }
+
+extension FileStore {
+    /// Makes a new, empty store's history tokens follow `token`, another file's last: its
+    /// first record (a history deletion through `token`) takes that number, so the next save
+    /// is `token + 1`, and a fetch after an older token is refused as expired. A migration
+    /// calls it on the file it writes, so that tokens taken before the migration keep meaning
+    /// "after this point" (the history before it is not carried over). Does nothing for a
+    /// store that already holds records.
+    func continueHistory(after token: UInt64) throws(FileStoreError) {
+        try refuseIfSnapshot("continuing history")
+        try state.withLock { s throws(FileStoreError) in
+            try prepare(&s)
+            guard token > 0, s.sequence == 0, s.image.count == FileStoreFormat.headerSize,
+                s.formatVersion >= FileStoreFormat.historyVersion
+            else { return }
+            var w = FileStoreFormat.beginRecord(capacity: 8)
+            w.u64(token)
+            let recordStart = s.image.count
+            FileStoreFormat.sealRecord(&w, .historyDeletion, sequence: token, version: s.formatVersion)
+            try w.withUnsafeBytes { record throws(FileStoreError) in try append(record, at: recordStart, to: &s) }
+            s.sequence = token
+            s.history.delete(through: token)
+        }
+    }
+}
