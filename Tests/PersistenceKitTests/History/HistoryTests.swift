@@ -176,6 +176,42 @@ struct HistoryTests {
         }
     }
 
+    /// The reader loop of the Guide: fetch after the kept token, merge what others wrote,
+    /// delete what was read, keep the last token.
+    @Test(arguments: HistoryStoreKind.allCases)
+    func aReaderLoopMergesOthersTransactionsAndDeletesWhatItRead(_ kind: HistoryStoreKind) async throws {
+        let folder = try TemporaryFolder()
+        let container = try HistorySupport.container(kind, at: folder.storeURL)
+        let ids = try HistorySupport.insert(["a"], in: container, author: "app")
+        let target = container.newBackgroundContext()
+        let before = try await target.perform { (try target.existingObject(with: ids[0]) as? Memo)?.body }
+        #expect(before == "")
+        let writer = container.newBackgroundContext()
+        try await writer.perform {
+            writer.transactionAuthor = "sync"
+            (try writer.existingObject(with: ids[0]) as? Memo)?.body = "from sync"
+            try writer.save()
+        }
+        let context = container.newBackgroundContext()
+        var lastToken: NSPersistentHistoryToken?
+        let since = lastToken
+        lastToken = try await context.perform {
+            let request = NSPersistentHistoryChangeRequest.fetchHistory(after: since)
+            let result = try context.execute(request) as? NSPersistentHistoryResult
+            let transactions = result?.result as? [NSPersistentHistoryTransaction] ?? []
+            for transaction in transactions where transaction.author != "app" {
+                NSManagedObjectContext.mergeChanges(
+                    fromRemoteContextSave: transaction.objectIDNotification().userInfo ?? [:], into: [target])
+            }
+            guard let last = transactions.last?.token else { return since }
+            try context.execute(NSPersistentHistoryChangeRequest.deleteHistory(before: last))
+            return last
+        }
+        #expect(await target.perform { (target.registeredObject(for: ids[0]) as? Memo)?.body } == "from sync")
+        #expect(lastToken == container.persistentStoreCoordinator.currentPersistentHistoryToken())
+        #expect(try HistorySupport.transactions(after: nil, in: container).isEmpty)
+    }
+
     @Test(arguments: HistoryStoreKind.allCases)
     func relationshipChangesAreUpdatesOfTheProperties(_ kind: HistoryStoreKind) throws {
         let folder = try TemporaryFolder()
