@@ -6,6 +6,7 @@
 //   swift run -c release --package-path Benchmarks StoreBenchmark [N=100000]
 //   swift run -c release --package-path Benchmarks StoreBenchmark million [N=1000000]
 //   swift run -c release --package-path Benchmarks StoreBenchmark links [N=50000]
+//   swift run -c release --package-path Benchmarks StoreBenchmark history [N=100000]
 //
 // Each configuration runs in fresh processes of this executable (`StoreBenchmark ours …` and
 // `StoreBenchmark sqlite …`), ours and SQLite's alternating, for `PK_BENCH_ROUNDS` rounds
@@ -66,10 +67,13 @@ struct Figures: Codable {
     }
 }
 
-func makeContainer(_ url: URL, _ model: NSManagedObjectModel, _ durability: FileStore.Durability) throws -> NSPersistentContainer {
+func makeContainer(
+    _ url: URL, _ model: NSManagedObjectModel, _ durability: FileStore.Durability, tracksHistory: Bool = false
+) throws -> NSPersistentContainer {
     let container = NSPersistentContainer(name: "bench", managedObjectModel: model)
     let description = NSPersistentStoreDescription(url: url)
     description.setOption(durability.rawValue, forKey: FileStore.durabilityOptionKey)
+    if tracksHistory { description.setOption(true, forKey: NSPersistentHistoryTrackingKey) }
     container.persistentStoreDescriptions = [description]
     let failure = LockedBox()
     container.loadPersistentStores { _, error in failure.set(error.map { "\($0)" }) }
@@ -84,13 +88,13 @@ final class LockedBox: @unchecked Sendable {
     func get() -> String? { value }
 }
 
-func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectModel) throws -> Figures {
+func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectModel, tracksHistory: Bool = false) throws -> Figures {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pk-bench-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: dir) }
     let url = dir.appendingPathComponent("bench.store")
     var f = Figures(engine: "PersistenceKit", synchronous: durability.rawValue.uppercased(), n: n)
     do {
-        let container = try makeContainer(url, model, durability)
+        let container = try makeContainer(url, model, durability, tracksHistory: tracksHistory)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             var items: [Item] = []
@@ -156,7 +160,7 @@ func runOurs(n: Int, durability: FileStore.Durability, model: NSManagedObjectMod
     }
     var reopened: NSPersistentContainer?
     f.reopenCount = try seconds {
-        let container = try makeContainer(url, model, durability)
+        let container = try makeContainer(url, model, durability, tracksHistory: tracksHistory)
         let context = container.newBackgroundContext()
         f.reopenedRows = try context.performAndWait { try context.count(for: Item.fetchRequest()) }
         reopened = container
@@ -213,6 +217,11 @@ if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "open" {
 /// `StoreBenchmark million [N]`: builds an N-object store (default 1,000,000) through the
 /// object API, then measures opening it in a fresh process.
 /// `StoreBenchmark links [N]`: see Links.swift.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "history" {
+    try runHistoryBenchmark(n: CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 100_000 : 100_000)
+    exit(0)
+}
+
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "links" {
     try runLinksBenchmark(books: CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 50_000 : 50_000)
     exit(0)
@@ -252,12 +261,15 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "million" {
     exit(p.terminationStatus)
 }
 
-/// `StoreBenchmark ours <full|normal> <N>`: one configuration of ours, in a fresh process
-/// (see `runThisExecutable`), printed as one JSON object.
+/// `StoreBenchmark ours <full|normal> <N> [history]`: one configuration of ours, in a fresh
+/// process (see `runThisExecutable`), printed as one JSON object; with `history`, the store
+/// tracks persistent history.
 if CommandLine.arguments.count > 3 && CommandLine.arguments[1] == "ours" {
     let durability = FileStore.Durability(rawValue: CommandLine.arguments[2]) ?? .full
     let model = try NSManagedObjectModel(managedObjectClasses: [Item.self])
-    let figures = try runOurs(n: Int(CommandLine.arguments[3]) ?? 100_000, durability: durability, model: model)
+    let tracksHistory = CommandLine.arguments.count > 4 && CommandLine.arguments[4] == "history"
+    let figures = try runOurs(
+        n: Int(CommandLine.arguments[3]) ?? 100_000, durability: durability, model: model, tracksHistory: tracksHistory)
     FileHandle.standardOutput.write(try JSONEncoder().encode(figures))
     exit(0)
 }

@@ -7,6 +7,9 @@ struct BatchStorePass {
     let store: any PersistentStore
     /// The request's name for messages (`"batch update"`).
     let request: String
+    /// The executing context's `transactionAuthor` and `name`, for persistent history.
+    let author: String?
+    let contextName: String?
 
     /// How many times a batch update or delete reads its rows again after another writer
     /// changed one of them between its read and its commit, before it gives up.
@@ -16,6 +19,8 @@ struct BatchStorePass {
         coordinator = context.coordinator
         store = try coordinator.primaryStore(for: request)
         self.request = request
+        author = context.transactionAuthor
+        contextName = context.name
     }
 
     var model: NSManagedObjectModel { coordinator.managedObjectModel }
@@ -75,8 +80,10 @@ struct BatchStorePass {
     ///   attempt met a conflict; the store's error when its commit fails.
     func commit(_ build: () throws -> StoreTransaction) throws -> StoreTransaction {
         for _ in 0..<Self.attempts {
-            let transaction = try build()
+            var transaction = try build()
             if transaction.isEmpty { return transaction }
+            transaction.author = author
+            transaction.contextName = contextName
             let (result, _) = try coordinator.commit(transaction, to: store)
             if case .committed = result { return transaction }
         }

@@ -13,6 +13,9 @@ public enum NSPersistentStoreRequestType: UInt, Sendable, Hashable {
     case batchUpdateRequestType = 6
     /// ``NSBatchDeleteRequest``.
     case batchDeleteRequestType = 7
+    /// ``NSPersistentHistoryChangeRequest`` (Core Data gives it no case of its own; this one
+    /// is PersistenceKit's).
+    case persistentHistoryChangeRequestType = 8
 }
 
 /// A request a context hands to its store as a whole: the base class of the batch

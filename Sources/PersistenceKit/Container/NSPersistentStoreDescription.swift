@@ -101,6 +101,19 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         state.withLock { $0.options[key] = value }
     }
 
+    /// Sets a yes-or-no store option, such as ``NSPersistentHistoryTrackingKey`` (stored as
+    /// `"1"` or `"0"`).
+    public func setOption(_ value: Bool, forKey key: String) {
+        setOption(value ? "1" : "0", forKey: key)
+    }
+
+    /// Sets a store option from a number, as Core Data code writes
+    /// `setOption(true as NSNumber, forKey: NSPersistentHistoryTrackingKey)` (stored as its
+    /// `stringValue`: `"1"` for true).
+    public func setOption(_ value: NSNumber, forKey key: String) {
+        setOption(value.stringValue, forKey: key)
+    }
+
     /// A readable summary for logs and messages.
     public var description: String {
         "NSPersistentStoreDescription(type: \(type), url: \(url?.path ?? "nil"))"

@@ -22,7 +22,7 @@ extension NSManagedObjectContext {
     public func fetchDictionaries<T>(_ request: NSFetchRequest<T>) throws -> [[String: Any]] {
         assertOnQueue("fetchDictionaries(_:)")
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
-        let store = try coordinator.primaryStore(for: "fetch(_:)")
+        let store = try readStore(for: "fetch(_:)")
         let plan = try DictionaryFetchPlan(request, entity: entity)
         var builder = DictionaryResultBuilder(plan: plan)
         if request.filter == nil || request.filter?.storeFilter(for: entity) != nil {

@@ -47,7 +47,7 @@ extension NSManagedObjectContext {
     public func count<T>(for request: NSFetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
-        let store = try coordinator.primaryStore(for: "count(for:)")
+        let store = try readStore(for: "count(for:)")
         if request.includesPendingChanges { processPendingChanges() }
         // Fast path: the store can count alone when no pending change of this entity matters
         // and the predicate (if any) translates into store conditions.
@@ -189,7 +189,7 @@ extension NSManagedObjectContext {
         -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>, holdsStandIns: Bool)
     {
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
-        let store = try coordinator.primaryStore(for: "fetch(_:)")
+        let store = try readStore(for: "fetch(_:)")
         let pending = request.includesPendingChanges
         if pending { processPendingChanges() }
         let requestFilter = request.filter  // read once: a copy of the predicate per row showed up in profiles

@@ -90,6 +90,9 @@ extension NSManagedObjectContext {
     /// Applies another context's save to this one (on this context's queue).
     func mergeSavedChanges(_ changes: SavedChanges) {
         assertOnQueue("merging changes")
+        // A pinned context moves to the store's current generation first, so that what it
+        // merges is what it reads afterwards (Core Data advances the generation on a merge).
+        advanceQueryGeneration()
         var inserted = Set<NSManagedObject>()
         var refreshed = Set<NSManagedObject>()
         var deleted = Set<NSManagedObject>()

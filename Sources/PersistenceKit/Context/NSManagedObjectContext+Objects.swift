@@ -67,7 +67,7 @@ extension NSManagedObjectContext {
                 "no object with this temporary ID is in context '\(debugName)'; temporary IDs are local to the "
                     + "inserting context until it saves.")
         }
-        let store = try coordinator.primaryStore(for: "existingObject(with:)")
+        let store = try readStore(for: "existingObject(with:)")
         guard let row = try store.fetchRow(rowID) else {
             throw CoreDataError(
                 .managedObjectReferentialIntegrity, objectID: objectID,
@@ -356,7 +356,7 @@ extension NSManagedObjectContext {
     /// over, and its next save then conflicted; Core Data fills faults from the
     /// coordinator's row cache, which every save updates.
     func heldRowIsCurrent(_ row: StoreRow) -> Bool {
-        guard let store = try? coordinator.primaryStore(for: "firing a fault") else { return true }
+        guard let store = try? readStore(for: "firing a fault") else { return true }
         do { return try store.rowVersion(row.id) == row.version } catch { return true }
     }
 
@@ -370,6 +370,6 @@ extension NSManagedObjectContext {
     /// throws when there is no store or it fails to read the row — which is not a missing row.
     func loadRowForFault(_ object: NSManagedObject) throws -> StoreRow? {
         guard let row = object.rowID else { return nil }
-        return try coordinator.primaryStore(for: "firing a fault").fetchRow(row)
+        return try readStore(for: "firing a fault").fetchRow(row)
     }
 }

@@ -23,7 +23,7 @@ extension NSManagedObjectContext {
         guard let keyPaths, !keyPaths.isEmpty else { return }
         let tree = try PrefetchStep.tree(keyPaths, from: entity)
         if objects.isEmpty { return }
-        let store = try coordinator.primaryStore(for: "prefetching relationships")
+        let store = try readStore(for: "prefetching relationships")
         let number = storeNumber(for: store.identifier)
         try prefetch(tree, from: objects, store: store, storeNumber: number)
     }

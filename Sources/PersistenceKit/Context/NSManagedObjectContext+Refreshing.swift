@@ -115,6 +115,7 @@ extension NSManagedObjectContext {
     /// ``refresh(_:mergeChanges:)``) beside the other pending changes.
     public func refreshAllObjects() {
         assertOnQueue("refreshAllObjects()")
+        advanceQueryGeneration()  // a pinned context refreshes to the store as it is now
         for o in registeredByID.values where !o.flags.contains(.inserted) {
             refreshOne(o, mergeChanges: true)
             unprocessed.refreshed.insert(o)
@@ -165,6 +166,7 @@ extension NSManagedObjectContext {
     /// ``NSInvalidatedAllObjectsKey``.
     public func reset() {
         assertOnQueue("reset()")
+        advanceQueryGeneration()
         let inserted = insertions.objects.filter { !$0.hasPermanentKey }
         let ids = registeredByID.values.map(\.objectID) + inserted.map(\.objectID)
         for o in registeredByID.values { o.invalidate() }

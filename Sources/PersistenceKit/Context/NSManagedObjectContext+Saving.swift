@@ -130,6 +130,7 @@ extension NSManagedObjectContext {
                 finishSave(
                     inserted: inserted, insertedVersion: insertedVersion, updated: updated, deleted: deleted,
                     written: written, sent: transaction, committed: rows, clock: clock, store: store, changed: changed)
+                advanceQueryGeneration()  // a pinned context reads what it just saved
                 return
             case let .conflicts(conflicts):
                 try resolve(conflicts, store: store, finalAttempt: attempt == 16)
@@ -308,6 +309,8 @@ extension NSManagedObjectContext {
             return kinds.indices.map { i in kinds[i].isTransient ? .null : o.encodedValue(at: i, rowFor: rowFor) }
         }
         var t = StoreTransaction()
+        t.author = transactionAuthor
+        t.contextName = name
         // Every inserted object is written, so the list of written objects starts with
         // `inserted` itself (a copy of it was a pass over every object, retaining each).
         var writtenUpdates: [NSManagedObject] = []

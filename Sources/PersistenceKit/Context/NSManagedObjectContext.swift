@@ -297,6 +297,27 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     }
     @exclusivity(unchecked) private var storedUserInfo: NSMutableDictionary?
 
+    /// The author recorded with this context's saves and batch requests in persistent
+    /// history (``NSPersistentHistoryTransaction/author``), as Core Data's property of this
+    /// name: typically the part of the app that writes ("app", "importer"), so that a reader of
+    /// history can skip its own transactions. Nil by default; kept across saves. Read and set
+    /// on the context's queue.
+    public var transactionAuthor: String? {
+        get {
+            assertOnQueue("transactionAuthor")
+            return storedTransactionAuthor
+        }
+        set {
+            assertOnQueue("transactionAuthor")
+            storedTransactionAuthor = newValue
+        }
+    }
+    @exclusivity(unchecked) private var storedTransactionAuthor: String?
+
+    /// The query generation this context reads, when it is pinned (see
+    /// NSManagedObjectContext+QueryGenerations.swift); nil when it reads the store as it is.
+    @exclusivity(unchecked) var pinnedGeneration: NSQueryGenerationToken?
+
     package var debugName: String {
         let (given, fallback) = nameBox.withLock { $0 }
         return given ?? fallback

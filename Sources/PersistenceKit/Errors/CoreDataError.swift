@@ -36,6 +36,9 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case persistentStoreSave = 134030
         /// A general Core Data error (for example: a save with no store loaded).
         case coreData = 134060
+        /// The store cannot do what was asked of it (for example: pin a query generation on
+        /// a store that keeps no generations, or read history from a store that keeps none).
+        case persistentStoreOperation = 134070
         /// The store could not be opened.
         case persistentStoreOpen = 134080
         /// The same store was added twice.
@@ -49,6 +52,9 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         /// No model the migration knows is the one the store was written with (Core Data's
         /// `NSMigrationMissingSourceModelError`).
         case migrationMissingSourceModel = 134130
+        /// A history fetch named a point older than history deleted since
+        /// (`deleteHistory(before:)`): the transactions after it are no longer all there.
+        case persistentHistoryTokenExpired = 134301
     }
 
     /// What went wrong, as Core Data's code.

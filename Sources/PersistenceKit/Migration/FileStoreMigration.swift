@@ -39,6 +39,7 @@ enum FileStoreMigration {
             try FileStore.destroy(at: temporary)
             let old = try FileStore.open(at: url, model: source, options: FileStore.Options(durability: durability))
             let identifier = UUID(uuidString: old.identifier)
+            let historyToken = old.currentHistoryToken
             var transaction = StoreTransaction()
             var keys: [Int32: Int64] = [:]
             do {
@@ -65,6 +66,8 @@ enum FileStoreMigration {
             options.newStoreIdentifier = identifier
             let new = try FileStore.open(at: temporary, model: destination, options: options)
             do {
+                // History tokens go on from the old file's (its history is not carried over).
+                try new.continueHistory(after: historyToken)
                 for (entity, last) in keys.sorted(by: { $0.key < $1.key }) where last > 0 {
                     _ = try new.allocatePrimaryKeys(entity: entity, count: Int(last))
                 }

@@ -12,10 +12,7 @@ public let NSInferMappingModelAutomaticallyOption = "NSInferMappingModelAutomati
 
 extension NSPersistentStoreCoordinator {
     /// Whether `options` turn `key` on.
-    static func isOn(_ key: String, in options: [String: String]?) -> Bool {
-        guard let value = options?[key]?.lowercased() else { return false }
-        return value == "true" || value == "1" || value == "yes"
-    }
+    static func isOn(_ key: String, in options: [String: String]?) -> Bool { storeOptionIsOn(options?[key]) }
 
     /// Migrates the file store at `url` to this coordinator's model when `options` (or a
     /// staged migration manager) allow it. Returns whether it migrated.

@@ -21,6 +21,14 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         didSet { checkMutable() }
     }
 
+    /// Whether a deleted object's value of this attribute stays in persistent history, in
+    /// the tombstone of the delete's ``NSPersistentHistoryChange`` (as Core Data's property of
+    /// this name). Default `false`. Only stores that track history (see
+    /// ``NSPersistentHistoryTrackingKey``) record it.
+    @exclusivity(unchecked) public var preservesValueInHistoryOnDeletion: Bool = false {
+        didSet { checkMutable() }
+    }
+
     /// Whether `@Attribute(.unique)` declared the attribute: the model builder turns it into
     /// a single-attribute constraint of the entity. Not part of the description's content
     /// (the entity's ``NSEntityDescription/uniquenessConstraints`` are).

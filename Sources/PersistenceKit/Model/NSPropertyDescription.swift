@@ -107,3 +107,11 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     /// A readable summary for logs and messages.
     public var description: String { canonicalDescription }
 }
+
+extension NSPropertyDescription: Hashable {
+    /// Whether both are the same description (identity: a model holds each property once).
+    public static func == (lhs: NSPropertyDescription, rhs: NSPropertyDescription) -> Bool { lhs === rhs }
+
+    /// Hashes the description's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -10,6 +10,9 @@ public enum AttributeOption: Sendable, Hashable {
     /// uniqueness constraint on the entity (see ``NSEntityDescription/uniquenessConstraints``;
     /// compound constraints are declared with ``UniquenessConstrained``).
     case unique
+    /// Keep a deleted object's value in persistent history, in the tombstone of its delete
+    /// (``NSAttributeDescription/preservesValueInHistoryOnDeletion``).
+    case preservesValueInHistoryOnDeletion
 }
 
 /// Declares a persisted attribute on an `NSManagedObject` subclass.
@@ -36,7 +39,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
 
     /// The mark of a new wrapper: records the declaration while a prototype is being made
     /// (see `PropertyDeclarations`), else ``PropertyDeclarations/unmarked`` at the cost of
-    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient, bit 2 unique.
+    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient, bit 2 unique, bit 3 preserved in history.
     @inlinable @inline(__always)
     static func mark(declaring defaultValue: Value, optionBits: UInt8) -> UInt8 {
         PropertyDeclarations.isRecording
@@ -132,6 +135,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         case .indexed: 1
         case .transient: 2
         case .unique: 4
+        case .preservesValueInHistoryOnDeletion: 8
         }
     }
 
@@ -174,6 +178,7 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         a.isIndexed = optionBits & 1 != 0
         a.isTransient = optionBits & 2 != 0
         a.isDeclaredUnique = optionBits & 4 != 0
+        a.preservesValueInHistoryOnDeletion = optionBits & 8 != 0
         if !d.isNull { a.defaultValue = a.anyValue(from: d) }
         return a
     }

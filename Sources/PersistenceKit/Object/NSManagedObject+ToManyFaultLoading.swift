@@ -27,7 +27,7 @@ extension NSManagedObjectContext {
             if let row = o.rowID { ids.append(row) }
         }
         if ids.isEmpty { return }
-        guard let store = try? coordinator.primaryStore(for: "firing a to-many fault") else { return }
+        guard let store = try? readStore(for: "firing a to-many fault") else { return }
         noteHeldRow(readAt: CommitClock.now)  // read before the rows: they are at least this new
         guard var rows = try? store.fetchRows(ids.sorted()) else { return }
         let number = storeNumber(for: store.identifier)

@@ -10,6 +10,10 @@ public let NSInMemoryStoreType = "InMemory"
 /// Uniqueness constraints are kept by a unique index per constraint (see `UniqueIndexes`),
 /// built for an entity by the first commit that writes it.
 ///
+/// With `tracksHistory`, it keeps persistent history in memory (see ``HistoryLog``), and
+/// ``makeQueryGenerationSnapshot()`` pins a query generation: a copy of the tables, shared
+/// with the store's until its next commit copies the tables that commit changes.
+///
 /// # Thread safety
 /// All state is behind one lock; every method may be called from any thread. A commit is
 /// applied under the lock in one step, so readers never see part of it.
@@ -18,6 +22,9 @@ public final class InMemoryStore: PersistentStore {
         var tables: [Int32: [Int64: StoreRow]] = [:]
         var nextKey: [Int32: Int64] = [:]
         var unique = UniqueIndexes()
+        /// The number of the last commit that wrote rows (history tokens).
+        var lastToken: UInt64 = 0
+        var history = HistoryLog()
     }
 
     /// See ``PersistentStore``.
@@ -28,7 +35,13 @@ public final class InMemoryStore: PersistentStore {
     public let url: URL?
     /// See ``PersistentStore``.
     public let metadata: [String: String]
-    private let state = Lock(State())
+    private let state: Lock<State>
+    /// See ``PersistentStore/tracksHistory``.
+    public let tracksHistory: Bool
+    /// Set for a query generation's snapshot, which refuses every write.
+    private let isSnapshot: Bool
+    /// The properties whose values deleted rows leave in history, per entity.
+    private let tombstoneColumns: [Int32: [Int]]
     /// Keeps both ends of each stored link in agreement at commit.
     private let links: LinkKeeper
     /// The model, for the destinations of relationships a predicate follows.
@@ -36,8 +49,17 @@ public final class InMemoryStore: PersistentStore {
     /// The columns of each entity's uniqueness constraints (empty: no entity has any).
     private let uniqueColumns: [Int32: [[Int]]]
 
-    /// Creates an empty in-memory store for `model`.
-    public init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString) {
+    /// Creates an empty in-memory store for `model`; with `tracksHistory`, it keeps the
+    /// persistent history of its commits (``NSPersistentHistoryTrackingKey``).
+    public convenience init(model: NSManagedObjectModel, url: URL? = nil, identifier: String = UUID().uuidString, tracksHistory: Bool = false) {
+        self.init(model: model, url: url, identifier: identifier, tracksHistory: tracksHistory, state: State(), isSnapshot: false)
+    }
+
+    private init(model: NSManagedObjectModel, url: URL?, identifier: String, tracksHistory: Bool, state: State, isSnapshot: Bool) {
+        self.state = Lock(state)
+        self.tracksHistory = tracksHistory
+        self.isSnapshot = isSnapshot
+        self.tombstoneColumns = tracksHistory ? HistoryLog.tombstoneColumns(of: model) : [:]
         self.identifier = identifier
         self.url = url
         self.links = LinkKeeper(model: model)
@@ -53,7 +75,8 @@ public final class InMemoryStore: PersistentStore {
 
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
-        state.withLock { s in
+        try refuseIfSnapshot("allocating primary keys")
+        return state.withLock { s in
             let first = s.nextKey[entity, default: 1]
             s.nextKey[entity] = first + Int64(max(count, 1))
             return first...(first + Int64(max(count, 1)) - 1)
@@ -62,7 +85,8 @@ public final class InMemoryStore: PersistentStore {
 
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
-        state.withLock { s in
+        try refuseIfSnapshot("saving")
+        return state.withLock { s in
             var conflicts: [StoreConflict] = []
             for row in transaction.updates {
                 let current = s.tables[row.id.entity]?[row.id.primaryKey]
@@ -90,6 +114,17 @@ public final class InMemoryStore: PersistentStore {
             }
             var transaction = transaction
             links.apply(to: &transaction) { id in s.tables[id.entity]?[id.primaryKey] }
+            if !transaction.isEmpty {
+                s.lastToken += 1
+                if tracksHistory {
+                    let tables = s.tables
+                    let changes = HistoryLog.changes(of: transaction, tombstoneColumns: tombstoneColumns) { tables[$0.entity]?[$0.primaryKey] }
+                    s.history.append(
+                        StoreHistoryTransaction(
+                            token: s.lastToken, timestamp: Date(), author: transaction.author, contextName: transaction.contextName,
+                            changes: changes))
+                }
+            }
             var committed: [StoreRow] = []
             committed.reserveCapacity(transaction.inserts.count + transaction.updates.count)
             for var row in transaction.inserts {
@@ -159,5 +194,36 @@ public final class InMemoryStore: PersistentStore {
     /// See ``PersistentStore``.
     public func containsRow(_ id: StoreRowID) throws -> Bool {
         state.withLock { $0.tables[id.entity]?[id.primaryKey] != nil }
+    }
+
+    // MARK: History and query generations
+
+    /// See ``PersistentStore/currentHistoryToken``.
+    public var currentHistoryToken: UInt64 { state.withLock { $0.lastToken } }
+
+    /// See ``PersistentStore/fetchHistory(after:)``.
+    public func fetchHistory(after bound: StoreHistoryBound) throws -> [StoreHistoryTransaction] {
+        try state.withLock { s throws(CoreDataError) in try s.history.after(bound, store: identifier) }
+    }
+
+    /// See ``PersistentStore/deleteHistory(before:)``.
+    public func deleteHistory(before bound: StoreHistoryBound) throws -> Int {
+        try refuseIfSnapshot("deleting history")
+        return state.withLock { s in s.history.deletionEnd(bound).map { s.history.delete(through: $0) } ?? 0 }
+    }
+
+    /// See ``PersistentStore/makeQueryGenerationSnapshot()``. Copies nothing now: the
+    /// snapshot shares the tables until the store's next commit, which copies the tables it
+    /// changes (O(rows of each entity the commit writes), once per pinned generation).
+    public func makeQueryGenerationSnapshot() throws -> any PersistentStore {
+        let copy = state.withLock { $0 }
+        return InMemoryStore(model: model, url: url, identifier: identifier, tracksHistory: tracksHistory, state: copy, isSnapshot: true)
+    }
+
+    private func refuseIfSnapshot(_ what: String) throws(CoreDataError) {
+        guard isSnapshot else { return }
+        throw CoreDataError(
+            .persistentStoreOperation,
+            "\(what) failed: this is a read-only query generation of store \(identifier); write through the store itself.")
     }
 }

@@ -1,14 +1,5 @@
 import Foundation
 
-extension Notification.Name {
-    /// Posted by a coordinator when a store it holds reports rows that another process
-    /// committed (see ``RemoteChangeReporting``), after its merging contexts were handed the
-    /// change. The object is the coordinator; the user info holds the store's URL under
-    /// `"storeURL"` (when it has one) and its identifier under ``NSStoreUUIDKey``, as Core
-    /// Data's remote-change notification does.
-    public static let NSPersistentStoreRemoteChange = Notification.Name("NSPersistentStoreRemoteChangeNotification")
-}
-
 /// Rows that another process (or another store object on the same database) committed,
 /// as a store that can learn of them reports them.
 public struct StoreRemoteChanges: Sendable, Hashable {
@@ -80,7 +71,7 @@ extension NSPersistentStoreCoordinator {
         saved.clock = clock
         broadcast(saved, from: nil)
         var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
-        if let url = store.url { info["storeURL"] = url }
+        if let url = store.url { info[NSPersistentStoreURLKey] = url }
         NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: self, userInfo: info)
     }
 }

@@ -29,9 +29,17 @@ public final class NSPersistentStoreCoordinator: Sendable {
     private let commitLock = Lock<UInt64>(0)
     /// Contexts that merge this coordinator's saves automatically.
     private let mergeObservers = Lock<[WeakContext]>([])
+    /// The coordinators of this process that loaded a store with
+    /// ``NSPersistentStoreRemoteChangeNotificationPostOptionKey``, by store identifier: each
+    /// commit to the store, through any coordinator, posts
+    /// ``Foundation/Notification/Name/NSPersistentStoreRemoteChange`` from each of them (a
+    /// file store is shared by every coordinator of the process that opens it).
+    private static let remoteChangeObservers = Lock<[String: [WeakCoordinator]]>([:])
 
     private static let factories = Lock<[String: StoreFactory]>([
-        NSInMemoryStoreType: { url, _, model in InMemoryStore(model: model, url: url) },
+        NSInMemoryStoreType: { url, options, model in
+            InMemoryStore(model: model, url: url, tracksHistory: storeOptionIsOn(options[NSPersistentHistoryTrackingKey]))
+        },
         NSFileStoreType: { url, options, model in
             guard let url else {
                 throw CoreDataError(.persistentStoreOpen, "a file store needs a URL; set the description's url.")
@@ -58,10 +66,12 @@ public final class NSPersistentStoreCoordinator: Sendable {
             // for previews and tests): an empty store whose saves go nowhere. An in-memory
             // store is exactly that. Opened as a file, the empty "file" is reported as a
             // truncated header.
-            if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url) }
+            let tracksHistory = storeOptionIsOn(options[NSPersistentHistoryTrackingKey])
+            if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url, tracksHistory: tracksHistory) }
             // Its FileStoreError, naming the file, offset and cause, becomes the `underlying`
             // of the CoreDataError `openStore` throws.
-            return try FileStore.open(at: url, model: model, options: FileStore.Options(durability: durability))
+            return try FileStore.open(
+                at: url, model: model, options: FileStore.Options(durability: durability, tracksHistory: tracksHistory))
         },
     ])
 
@@ -131,6 +141,14 @@ public final class NSPersistentStoreCoordinator: Sendable {
             let store = try openStore(with: factory, type: type, at: url, options: options, staged: stagedMigrationManager)
             do {
                 try addPersistentStore(store)
+                if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
+                    let live = Self.remoteChangeObservers.withLock { table in
+                        let live = table[store.identifier, default: []].compactMap(\.coordinator)
+                        table[store.identifier] = (live + [self]).map(WeakCoordinator.init)
+                        return live
+                    }
+                    withExtendedLifetime(live) {}  // released after the lock (a deinit may need it)
+                }
                 return store
             } catch let error as CoreDataError where error.code == .persistentStoreOpen && store is FileStore && attempt < 8 {
                 attempt += 1
@@ -232,6 +250,15 @@ public final class NSPersistentStoreCoordinator: Sendable {
             list.removeAll { $0 === store }
             return list.count < before
         }
+        if removed {
+            let live = Self.remoteChangeObservers.withLock { table -> [NSPersistentStoreCoordinator] in
+                let live = table[store.identifier]?.compactMap(\.coordinator) ?? []
+                let kept = live.filter { $0 !== self }
+                table[store.identifier] = kept.isEmpty ? nil : kept.map(WeakCoordinator.init)
+                return live
+            }
+            withExtendedLifetime(live) {}
+        }
         guard removed, let file = store as? FileStore else { return }
         if file.detach() { try file.close() }
     }
@@ -277,7 +304,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// Commits `transaction` to `store` under the coordinator's write lock; returns the
     /// result with the ``CommitClock`` reading as of which the committed rows are current.
     func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> (StoreCommitResult, clock: UInt64) {
-        try commitLock.withLock { attempts in
+        let (result, clock, token) = try commitLock.withLock { attempts in
             attempts &+= 1
             let result: StoreCommitResult
             do {
@@ -286,8 +313,41 @@ public final class NSPersistentStoreCoordinator: Sendable {
                 CommitClock.tick()  // a failed store may have changed rows; a tick only costs checks
                 throw error
             }
-            return (result, CommitClock.tick())  // after the rows changed
+            // Read under the commit lock, so that it is this commit's number unless another
+            // coordinator on the same store committed in between (then a later one).
+            let token = store.tracksHistory ? store.currentHistoryToken : nil
+            return (result, CommitClock.tick(), token)  // after the rows changed
         }
+        if case .committed = result, !transaction.isEmpty { postRemoteChange(of: store, token: token) }
+        return (result, clock)
+    }
+
+    /// Posts ``Foundation/Notification/Name/NSPersistentStoreRemoteChange`` for a commit to
+    /// `store` from every coordinator of the process that loaded it with the option that asks
+    /// for it (this one included). Posted after the commit lock is released: an observer may
+    /// fetch history or save at once.
+    private func postRemoteChange(of store: any PersistentStore, token: UInt64?) {
+        let targets = Self.remoteChangeObservers.withLock { $0[store.identifier]?.compactMap(\.coordinator) ?? [] }
+        if targets.isEmpty { return }
+        var info: [AnyHashable: Any] = [NSStoreUUIDKey: store.identifier]
+        if let url = store.url { info[NSPersistentStoreURLKey] = url }
+        if let token { info[NSPersistentHistoryTokenKey] = NSPersistentHistoryToken(storeTokens: [store.identifier: token]) }
+        for coordinator in targets {
+            NotificationCenter.default.post(name: .NSPersistentStoreRemoteChange, object: coordinator, userInfo: info)
+        }
+    }
+
+    // MARK: Persistent history
+
+    /// The point in persistent history after the last transaction of `stores` (every store
+    /// when nil) that track history, as Core Data's method of this name; nil when none of them
+    /// tracks history. Fetch history after it later to see what changed since.
+    public func currentPersistentHistoryToken(fromStores stores: [any PersistentStore]? = nil) -> NSPersistentHistoryToken? {
+        var tokens: [String: UInt64] = [:]
+        for store in stores ?? persistentStores where store.tracksHistory {
+            tokens[store.identifier] = store.currentHistoryToken
+        }
+        return tokens.isEmpty ? nil : NSPersistentHistoryToken(storeTokens: tokens)
     }
 
     // MARK: Automatic merging
@@ -331,4 +391,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
 /// A weak reference to a context, for observer lists.
 struct WeakContext: Sendable {
     weak var context: NSManagedObjectContext?
+}
+
+/// A weak reference to a coordinator, for the remote change observers.
+struct WeakCoordinator: Sendable {
+    weak var coordinator: NSPersistentStoreCoordinator?
 }

@@ -8,7 +8,8 @@ import Foundation
 extension FileStore {
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
-        try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
+        try refuseIfSnapshot("allocating primary keys")
+        return try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
             try prepare(&s)
             try checkEntity(entity, "allocating primary keys")
             let n = Int64(max(count, 1))
@@ -35,6 +36,7 @@ extension FileStore {
     /// save. Kept only in memory, keys that `obtainPermanentIDs(for:)` handed out would be
     /// handed out again after a reopen, giving a new object the ID an unsaved one had had.
     public func recordAllocatedKeys(entities: [Int32]) throws {
+        try refuseIfSnapshot("recording allocated keys")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
             for e in entities { try checkEntity(e, "recording allocated keys") }
@@ -160,6 +162,7 @@ extension FileStore {
 
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
+        try refuseIfSnapshot("saving")
         var transaction = transaction
         return try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
             try prepare(&s)
@@ -191,9 +194,19 @@ extension FileStore {
                 return try decodeRow(id, ref, in: &s)
             }
             try compactIfNeeded(&s)
+            // History goes into the record's history section, which only version 4 files
+            // have: an older file is first rewritten by a compaction, which writes version 4
+            // (as compaction upgrades every older file).
+            var history: StoreHistoryTransaction?
+            if options.tracksHistory {
+                if s.formatVersion < FileStoreFormat.historyVersion { try compact(&s) }
+                history = try historyTransaction(of: transaction, token: s.sequence + 1, in: &s)
+            }
 
             // Encode the payload; remember where each row's values land.
             var capacity = 64 + 12 * transaction.inserts.count + 25 * transaction.deletes.count
+            let historySize = history.map(FileStoreFormat.estimatedSize(of:)) ?? 0
+            capacity += historySize + 12
             for row in transaction.inserts { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
             for row in transaction.updates { capacity += 25 + FileStoreFormat.estimatedSize(row.values) }
             // The sizes of strings and data are exact here, so a value the format's 32-bit
@@ -266,6 +279,7 @@ extension FileStore {
                 w.i64(d.id.primaryKey)
                 w.i64(d.expectedVersion)
             }
+            if let history { FileStoreFormat.encodeHistory(CollectionOfOne(history), deletedThrough: 0, into: &w) }
 
             try checkPayload(w.count - FileStoreFormat.recordHeaderSize, "the save")
             let recordStart = s.image.count
@@ -330,6 +344,7 @@ extension FileStore {
             // The derived ends' lists take the save's link changes together (see DerivedEnds).
             s.derived.applyPending()
             if !uniqueColumns.isEmpty { s.unique.apply(transaction, columns: uniqueColumns) }
+            if let history { s.history.append(history, size: historySize) }
             // A save that leaves the file over twice its live data (deleting or rewriting most
             // rows) is followed by a compaction now, not before the next save, which may never
             // come; left to the next save, the file can stay far past the bound. Best effort: the
@@ -361,7 +376,7 @@ extension FileStore {
     /// At full durability the record overwrites reserved zeros when it fits in them; when it
     /// does not, it extends the file and a new reservation is written after it, synced with
     /// the record. A failure to write the reservation only drops it.
-    private func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
+    func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
         try prepareToAppend(&s)
         s.endsCleanly = false

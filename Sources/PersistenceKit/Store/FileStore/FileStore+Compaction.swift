@@ -9,7 +9,8 @@ extension FileStore {
     /// Live data past the format's record limit cannot go into one checkpoint: such a file
     /// is left to grow (see Docs/StoreFormat.md).
     func compactIfNeeded(_ s: inout State) throws(FileStoreError) {
-        let live = s.liveBytes + FileStoreFormat.headerSize + FileStoreFormat.recordOverhead + 6 + 12 * s.tables.count
+        let live =
+            s.liveBytes + s.history.byteCount + FileStoreFormat.headerSize + FileStoreFormat.recordOverhead + 6 + 12 * s.tables.count
         guard s.image.count >= options.compactionThreshold, s.image.count > 2 * live,
             checkpointPayload(s) <= FileStoreFormat.maxPayload
         else { return }
@@ -22,6 +23,7 @@ extension FileStore {
     ///   holds everything), `.corrupt` when the new file fails its check (likewise), or
     ///   `.limitExceeded` when the live data does not fit in one record.
     public func compact() throws {
+        try refuseIfSnapshot("compacting")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
             try compact(&s)
@@ -30,15 +32,21 @@ extension FileStore {
 
     /// Bytes of the checkpoint record's payload for the live rows.
     private func checkpointPayload(_ s: borrowing State) -> Int {
-        2 + 12 * s.tables.count + 4 + s.liveBytes
+        2 + 12 * s.tables.count + 4 + s.liveBytes + (Self.keepsHistory(s) ? 12 + s.history.byteCount : 0)
     }
 
-    private func compact(_ s: inout State) throws(FileStoreError) {
+    /// Whether a checkpoint carries a history section: when history is kept, or was deleted
+    /// (the deleted-through token keeps refusing fetches after older tokens).
+    private static func keepsHistory(_ s: borrowing State) -> Bool {
+        !s.history.isEmpty || s.history.deletedThrough > 0
+    }
+
+    func compact(_ s: inout State) throws(FileStoreError) {
         try checkPayload(checkpointPayload(s), "compaction")
         let fs = options.fileSystem
         // The checkpoint record is built in place and written from the writer: the live data
         // is not copied again into an array (peak memory of a compaction: one copy of it).
-        var w = FileStoreFormat.beginRecord(capacity: s.liveBytes + 64)
+        var w = FileStoreFormat.beginRecord(capacity: s.liveBytes + s.history.byteCount + 76)
         let entities = s.tables.keys.sorted()
         w.u16(UInt16(entities.count))
         for e in entities {
@@ -76,6 +84,10 @@ extension FileStore {
                     w.raw(UnsafeRawBufferPointer(rebasing: buf[range]))
                 }
             }
+        }
+        // History not deleted is kept, after the rows (see FileStoreFormat+History.swift).
+        if Self.keepsHistory(s) {
+            FileStoreFormat.encodeHistory(s.history.transactions, deletedThrough: s.history.deletedThrough, into: &w)
         }
         let header = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.layoutHash)
         FileStoreFormat.sealRecord(&w, .checkpoint, sequence: s.sequence, version: FileStoreFormat.version)

@@ -399,12 +399,18 @@ extension FileStore {
             try image.withBytes { buf throws(FileStoreError) in
                 for payload in payloads {
                     if unverified { try checkRecord(buf, payload: payload, version: version, path: path) }
-                    try apply(buf, payload: payload, to: &s, path: path, shapes: shapes, indexedColumns: indexedColumns)
+                    let kind = buf[payload.lowerBound - FileStoreFormat.recordHeaderSize + 4]
+                    if kind == FileStoreFormat.RecordKind.historyDeletion.rawValue {
+                        try applyHistoryDeletion(buf, payload: payload, to: &s, path: path)
+                    } else {
+                        try apply(buf, payload: payload, to: &s, path: path, shapes: shapes, indexedColumns: indexedColumns)
+                    }
                 }
             }
         } catch {
             s.tables = [:]
             s.liveBytes = 0
+            s.history = HistoryLog()
             throw error
         }
         s.unapplied = []
@@ -534,6 +540,15 @@ extension FileStore {
             case nil:
                 throw bad("unknown row operation \(opByte)")
             }
+        }
+        // What follows the entries is a history section (format 4; see
+        // FileStoreFormat+History.swift). Earlier versions never write one.
+        if r.remaining > 0 {
+            entryAt = r.position
+            guard s.formatVersion >= FileStoreFormat.historyVersion else {
+                throw bad("a record of a version \(s.formatVersion) file has bytes after its entries")
+            }
+            try applyHistory(&r, to: &s, shapes: shapes)
         }
     }
 

@@ -52,16 +52,23 @@ public final class FileStore: PersistentStore {
         public var fileSystem: any StoreFileSystem
         /// Compaction runs only once the file is at least this large. Default 64 KiB.
         public var compactionThreshold: Int
+        /// Whether saves record persistent history in the file (``NSPersistentHistoryTrackingKey``).
+        /// Default `false`: saves then write exactly what they wrote before history existed.
+        public var tracksHistory: Bool
         /// The identifier a store created by this open gets (a fresh UUID when `nil`).
         /// Migration sets it, so that a migrated store keeps its identifier and the object
         /// IDs (URIs) that name it.
         var newStoreIdentifier: UUID?
 
         /// Creates options.
-        public init(durability: Durability = .full, fileSystem: any StoreFileSystem = PosixFileSystem(), compactionThreshold: Int = 64 << 10) {
+        public init(
+            durability: Durability = .full, fileSystem: any StoreFileSystem = PosixFileSystem(), compactionThreshold: Int = 64 << 10,
+            tracksHistory: Bool = false
+        ) {
             self.durability = durability
             self.fileSystem = fileSystem
             self.compactionThreshold = compactionThreshold
+            self.tracksHistory = tracksHistory
         }
     }
 
@@ -101,6 +108,12 @@ public final class FileStore: PersistentStore {
     /// decoded.
     let rowShapes: RowShapes
     let state: Lock<State>
+    /// Set for a query generation's snapshot (see FileStore+QueryGenerations.swift): a
+    /// read-only view that has no file and refuses every write.
+    let isSnapshot: Bool
+    /// The properties whose values deleted rows leave in history, per entity (empty unless
+    /// the store tracks history).
+    let tombstoneColumns: [Int32: [Int]]
 
     /// Where a row's encoded values are in the image, and its version.
     ///
@@ -188,6 +201,8 @@ public final class FileStore: PersistentStore {
         var compactions = 0
         /// The unique indexes of the uniqueness constraints (see FileStore+Uniqueness.swift).
         var unique = UniqueIndexes()
+        /// The persistent history kept in the file, decoded (see FileStore+History.swift).
+        var history = HistoryLog()
     }
 
     /// Stores open in this process, by ``StoreLock/key(forStoreAt:)``, so that coordinators
@@ -239,6 +254,15 @@ public final class FileStore: PersistentStore {
                         .optionsMismatch, path: path,
                         "the store is open in this process with \(existing.options.durability) durability, not "
                             + "\(options.durability); open it with the same durability, or close the other container first.")
+                }
+                // Likewise history: one store object cannot record it for one opener and not
+                // for another.
+                guard existing.options.tracksHistory == options.tracksHistory else {
+                    throw FileStoreError(
+                        .optionsMismatch, path: path,
+                        "the store is open in this process with persistent history tracking "
+                            + "\(existing.options.tracksHistory ? "on" : "off"), not \(options.tracksHistory ? "on" : "off"); "
+                            + "open it with the same NSPersistentHistoryTrackingKey, or close the other container first.")
                 }
                 return existing
             }
@@ -301,6 +325,8 @@ public final class FileStore: PersistentStore {
         self.url = url
         self.model = model
         self.options = options
+        self.isSnapshot = false
+        self.tombstoneColumns = options.tracksHistory ? HistoryLog.tombstoneColumns(of: model) : [:]
         var indexed: [Int32: [Int]] = [:]
         model.seal()
         self.links = LinkKeeper(model: model)
@@ -330,7 +356,29 @@ public final class FileStore: PersistentStore {
         self.state = Lock(opened.state)
     }
 
+    /// A query generation's snapshot of `store` (see FileStore+QueryGenerations.swift):
+    /// `state` is the store's state at the pin, without its file and lock.
+    init(snapshotOf store: FileStore, state: State) {
+        self.path = store.path
+        self.key = store.key
+        self.url = store.url
+        self.model = store.model
+        self.options = store.options
+        self.isSnapshot = true
+        self.tombstoneColumns = store.tombstoneColumns
+        self.links = store.links
+        self.derivedLayout = store.derivedLayout
+        self.rowShapes = store.rowShapes
+        self.indexedColumns = store.indexedColumns
+        self.uniqueColumns = store.uniqueColumns
+        self.identifier = store.identifier
+        self.recovery = store.recovery
+        self.metadata = store.metadata
+        self.state = Lock(state)
+    }
+
     deinit {
+        // A snapshot has no file: closing it only marks it closed.
         try? close()
     }
 

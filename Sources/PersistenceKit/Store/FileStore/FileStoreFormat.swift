@@ -10,11 +10,13 @@ import Foundation
 ///          `RecordChecksum`; version 1: CRC-32)
 /// ```
 /// From version 3, rows hold null in their derived to-many columns (see `DerivedEnds`).
+/// From version 4, transaction and checkpoint payloads may end with a history section, and
+/// history-deletion records may follow (see FileStoreFormat+History.swift).
 /// All integers are little-endian.
 enum FileStoreFormat {
     static let magic: [UInt8] = Array("PKSTORE".utf8) + [0]
     /// The version new files are written with.
-    static let version: UInt32 = 3
+    static let version: UInt32 = 4
     /// The oldest version this code reads (and appends to, with that version's checksum).
     static let oldestReadableVersion: UInt32 = 1
     static let headerSize = 64
@@ -33,6 +35,8 @@ enum FileStoreFormat {
         case checkpoint = 2
         /// Marks a clean close; the file of a cleanly closed store ends with one.
         case close = 3
+        /// Persistent history was deleted through a transaction (format 4): payload u64 token.
+        case historyDeletion = 4
     }
 
     enum Op: UInt8 {

@@ -72,6 +72,31 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// The row's version, or `nil` when there is no such row. Implement it when the answer is
     /// cheaper than fetching the row; the default fetches it.
     func rowVersion(_ id: StoreRowID) throws -> Int64?
+
+    // MARK: Persistent history and query generations (optional)
+
+    /// Whether the store records persistent history: then each committed transaction that
+    /// changes rows is kept, with its author, context name, time and changes (see
+    /// ``StoreHistoryTransaction``), in the same atomic step as its rows, until
+    /// ``deleteHistory(before:)`` removes it. (Default: `false`.)
+    var tracksHistory: Bool { get }
+    /// The number of the last transaction the store committed (0 before the first): the
+    /// token a history fetch after "now" starts from. (Default: 0.)
+    var currentHistoryToken: UInt64 { get }
+    /// The kept history transactions after `bound`, in commit order.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentHistoryTokenExpired` when `bound` is a token
+    ///   older than history deleted since; `.persistentStoreOperation` from a store that keeps
+    ///   no history (the default); the store's own error when it cannot read its history (for
+    ///   a damaged file store, ``FileStoreError`` `.corrupt` naming the file and offset).
+    func fetchHistory(after bound: StoreHistoryBound) throws -> [StoreHistoryTransaction]
+    /// Removes the kept history transactions up to `bound`; returns how many went. The store's
+    /// rows are not touched. (Default: throws `.persistentStoreOperation`.)
+    func deleteHistory(before bound: StoreHistoryBound) throws -> Int
+    /// A read-only view of the store as it is now, for a pinned query generation: its reads
+    /// answer as of this moment whatever is committed later, and it refuses commits.
+    /// (Default: throws ``CoreDataError`` `.persistentStoreOperation`.)
+    func makeQueryGenerationSnapshot() throws -> any PersistentStore
 }
 
 extension PersistentStore {
@@ -90,6 +115,34 @@ extension PersistentStore {
             if let row = try fetchRow(id) { rows.append(row) }
         }
         return rows
+    }
+
+    /// `false`: a store records no history unless it says so.
+    public var tracksHistory: Bool { false }
+
+    /// 0: a store without history has no transaction numbers.
+    public var currentHistoryToken: UInt64 { 0 }
+
+    /// Throws ``CoreDataError`` `.persistentStoreOperation`: the store keeps no history.
+    public func fetchHistory(after bound: StoreHistoryBound) throws -> [StoreHistoryTransaction] {
+        throw CoreDataError(
+            .persistentStoreOperation,
+            "the store \(identifier) (\(type)) keeps no persistent history; use a file or in-memory store with "
+                + "NSPersistentHistoryTrackingKey set.")
+    }
+
+    /// Throws ``CoreDataError`` `.persistentStoreOperation`: the store keeps no history.
+    public func deleteHistory(before bound: StoreHistoryBound) throws -> Int {
+        throw CoreDataError(
+            .persistentStoreOperation,
+            "the store \(identifier) (\(type)) keeps no persistent history; there is none to delete.")
+    }
+
+    /// Throws ``CoreDataError`` `.persistentStoreOperation`: the store keeps no generations.
+    public func makeQueryGenerationSnapshot() throws -> any PersistentStore {
+        throw CoreDataError(
+            .persistentStoreOperation,
+            "the store \(identifier) (\(type)) cannot pin a query generation; use a file or in-memory store.")
     }
 
     /// Does nothing: a store whose keys do not outlive it has nothing to record.

@@ -17,6 +17,11 @@ public struct StoreTransaction: Sendable {
     /// stored rows to compare. (Callgrind, batch update of 1,000 linked rows: reading them
     /// again was 3.7M of 12.8M instructions.) Derived ends are kept as ever.
     var updatesKeepOwningEnds = false
+    /// The saving context's `transactionAuthor`, recorded in persistent history by stores
+    /// that track it.
+    public var author: String?
+    /// The saving context's `name`, recorded in persistent history by stores that track it.
+    public var contextName: String?
 
     /// Creates an empty transaction.
     public init() {}
