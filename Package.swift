@@ -8,12 +8,16 @@ let package = Package(
     products: [
         .library(name: "PersistenceKit", targets: ["PersistenceKit"]),
         .library(name: "ModelActorKit", targets: ["ModelActorKit"]),
+        // Prints a store file's header, records and checksums (and, with a model file, its
+        // entities' counts) without opening it: `swift run pkstore <store> [--model <file>]`.
+        .executable(name: "pkstore", targets: ["pkstore"]),
     ],
     // No package dependencies. The benchmarks, which link SQLite for their baselines, are a
     // package of their own in Benchmarks/.
     targets: [
         .target(name: "PersistenceKit"),
         .target(name: "ModelActorKit", dependencies: ["PersistenceKit"]),
+        .executableTarget(name: "pkstore", dependencies: ["PersistenceKit"]),
         .executableTarget(
             name: "Bookshelf",
             dependencies: ["PersistenceKit"],
