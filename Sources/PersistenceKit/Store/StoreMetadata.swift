@@ -1,8 +1,7 @@
 import Foundation
 
 // A store's metadata: what Core Data code reads before it loads a store, to decide whether
-// the model still fits it (and, here, since there are no migrations yet, whether to
-// destroy and rebuild it).
+// the model still fits it or loading will migrate it.
 
 /// The metadata key of a store's type (`NSFileStoreType`, `NSInMemoryStoreType`, …).
 public let NSStoreTypeKey = "NSStoreType"
@@ -10,8 +9,15 @@ public let NSStoreTypeKey = "NSStoreType"
 public let NSStoreUUIDKey = "NSStoreUUID"
 /// The metadata key of the layout hash (hex) of the model a store was created with: the
 /// hash a file store checks on open (see `Docs/Differences.md`, "Model version hash").
-/// Core Data's `NSStoreModelVersionHashesKey` (a hash per entity) has no counterpart.
+/// A store file's header keeps this one hash; the per-entity hashes are
+/// ``NSStoreModelVersionHashesKey`` in an added store's metadata.
 public let PersistenceKitModelLayoutHashKey = "ModelLayoutHash"
+/// The metadata key of the entity version hashes (`[String: Data]`, entity name →
+/// ``NSEntityDescription/versionHash``) of the model a store holds data of, as Core Data's.
+/// ``NSPersistentStoreCoordinator/metadata(for:)`` gives it for an added store; a file's
+/// header (``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)``)
+/// has only ``PersistenceKitModelLayoutHashKey``.
+public let NSStoreModelVersionHashesKey = "NSStoreModelVersionHashes"
 
 extension NSPersistentStoreCoordinator {
     /// The metadata of the store of type `storeType` at `url`, read without adding the
@@ -33,23 +39,33 @@ extension NSPersistentStoreCoordinator {
         return try FileStore.metadata(at: url)
     }
 
-    /// The metadata of a store added to this coordinator (its ``PersistentStore/metadata``).
+    /// The metadata of a store added to this coordinator: its ``PersistentStore/metadata``
+    /// and ``NSStoreModelVersionHashesKey``, the entity version hashes of this coordinator's
+    /// model, which the store's data is in.
     public func metadata(for store: any PersistentStore) -> [String: Any] {
-        store.metadata
+        var metadata: [String: Any] = store.metadata
+        metadata[NSStoreModelVersionHashesKey] = managedObjectModel.entityVersionHashesByName
+        return metadata
     }
 }
 
 extension NSManagedObjectModel {
-    /// Whether a store with `metadata` (from
-    /// ``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)``) can
-    /// be opened with this model: it was created with a model of the same layout. As in
-    /// Core Data, check this before loading a store to decide whether it needs migrating —
-    /// here, since there are no migrations yet, whether to destroy and rebuild it.
+    /// Whether a store with `metadata` can be opened with this model without migrating: from
+    /// ``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)`` (a
+    /// file's header), its layout hash is this model's; from
+    /// ``NSPersistentStoreCoordinator/metadata(for:)`` (or any metadata with
+    /// ``NSStoreModelVersionHashesKey``), every entity's version hash is this model's. As in
+    /// Core Data, check this before loading a store to know whether loading will migrate it.
     ///
     /// `configuration` must be `nil` or `"Default"` (there are no other configurations);
     /// any other name gives `false`.
     public func isConfiguration(withName configuration: String?, compatibleWithStoreMetadata metadata: [String: Any]) -> Bool {
         guard configuration == nil || configuration == "Default" else { return false }
+        // Per-entity hashes where the metadata has them (an added store's, or Core Data's
+        // form); else the layout hash a file's header keeps, which also covers property order.
+        if let hashes = metadata[NSStoreModelVersionHashesKey] as? [String: Data] {
+            return hashes == entityVersionHashesByName
+        }
         guard let stored = metadata[PersistenceKitModelLayoutHashKey] as? String else { return false }
         return stored == layoutHashString
     }

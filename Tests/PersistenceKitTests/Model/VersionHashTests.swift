@@ -82,3 +82,20 @@ import Testing
         #expect(child.versionHash != before)
     }
 }
+
+/// An added store's metadata carries the entity version hashes, which
+/// `isConfiguration(withName:compatibleWithStoreMetadata:)` compares.
+@Suite("Store metadata version hashes") struct StoreVersionHashMetadataTests {
+    @Test func anAddedStoresMetadataHasTheEntityHashes() throws {
+        let container = try Fixtures.container()
+        let coordinator = container.persistentStoreCoordinator
+        let store = try #require(coordinator.persistentStores.first)
+        let metadata = coordinator.metadata(for: store)
+        let hashes = try #require(metadata[NSStoreModelVersionHashesKey] as? [String: Data])
+        #expect(hashes == (try Fixtures.model()).entityVersionHashesByName)
+        #expect(try Fixtures.model().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        var changed = hashes
+        changed["Book"] = Data(repeating: 0, count: 32)
+        #expect(!(try Fixtures.model()).isConfiguration(withName: nil, compatibleWithStoreMetadata: [NSStoreModelVersionHashesKey: changed]))
+    }
+}
