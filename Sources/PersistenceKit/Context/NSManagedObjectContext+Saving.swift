@@ -234,6 +234,14 @@ extension NSManagedObjectContext {
         func collect(_ body: () throws -> Void) {
             do { try body() } catch { errors.append(error) }
         }
+        for o in inserted where o.entity.isAbstract {
+            errors.append(
+                CoreDataError(
+                    .managedObjectValidation, objectID: o.objectID,
+                    "\(o.objectID) is an object of the abstract entity '\(o.entity.name)', which has no objects of its own; "
+                        + "insert an object of one of its sub-entities (\(o.entity.subentities.map(\.name).sorted().joined(separator: ", "))) "
+                        + "instead."))
+        }
         for o in inserted { collect { try o.validateForInsert() } }
         for o in updated { collect { try o.validateForUpdate() } }
         for o in deleted { collect { try o.validateForDelete() } }

@@ -68,6 +68,14 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         didSet { checkMutable() }
     }
 
+    /// Whether an object of `entity` may be a destination: `entity` is the destination
+    /// entity or one of its sub-entities. (Identity first: the common case costs one compare.)
+    @inline(__always)
+    func accepts(_ entity: NSEntityDescription) -> Bool {
+        guard let destination = destinationEntity else { return false }
+        return entity === destination || entity.isKindOf(entity: destination)
+    }
+
     /// Whether the relationship holds a set of objects (``maxCount`` is not 1).
     public var isToMany: Bool { maxCount != 1 }
 

@@ -210,7 +210,7 @@ extension NSManagedObject {
     }
 
     private func checkDestination(_ target: NSManagedObject, of r: NSRelationshipDescription) {
-        guard target.entity === r.destinationEntity else {
+        guard r.accepts(target.entity) else {
             programmerError(
                 "PersistenceKit: wrong value type for relationship '\(entity.name).\(r.name)' (object \(objectID)): got an "
                     + "object of entity '\(target.entity.name)', expected '\(r.destinationEntity?.name ?? "?")'.")

@@ -254,7 +254,7 @@ extension NSManagedObject {
 
     private func checkTarget(_ target: NSManagedObject?, of r: NSRelationshipDescription) {
         guard let target else { return }
-        guard target.entity === r.destinationEntity else {
+        guard r.accepts(target.entity) else {
             programmerError(
                 "PersistenceKit: cannot set '\(entity.name).\(r.name)' to \(target.objectID): the relationship's "
                     + "destination is '\(r.destinationEntity?.name ?? "?")', not '\(target.entity.name)'.")

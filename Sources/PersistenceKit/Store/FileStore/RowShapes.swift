@@ -2,7 +2,7 @@ import Foundation
 
 /// What a stored row of each entity can hold: at most one value per property (a row may
 /// end early: see `StoreRow.value(at:)`), each of a kind its property allows, references
-/// naming the property's destination entity.
+/// naming the property's destination entity or one of its sub-entities.
 ///
 /// Checksums prove that a record's bytes are the ones written, not that a save could have
 /// written them. A record whose checksum was recomputed over a row moved to another entity,
@@ -11,13 +11,16 @@ import Foundation
 /// Applying a record checks each row's value count; decoding a row checks each value's kind;
 /// a save refuses a row that would fail either.
 struct RowShapes: Sendable {
-    /// One column: the value tags it admits and, for a relationship, the entity it names.
+    /// One column: the value tags it admits and, for a relationship, the entities it names.
     struct Column: Sendable {
         /// Bit `t` set when tag `t` may stand in this column. Null always may (an optional
         /// value, a transient property, a derived end written as null).
         var tags: UInt16
         /// The destination entity of a relationship column; -1 for an attribute.
         var target: Int32
+        /// The destination's sub-entities (and theirs), whose rows the column may name too;
+        /// empty for most relationships.
+        var subTargets: [Int32] = []
     }
 
     /// Per entity index: its columns, in property order.
@@ -34,7 +37,9 @@ struct RowShapes: Sendable {
             columns[Int(e.index)] = e.properties.map { p in
                 if p.isTransient { return Column(tags: bits(), target: -1) }
                 if let r = p as? NSRelationshipDescription {
-                    return Column(tags: bits(r.isToMany ? .references : .reference), target: r.destinationEntity?.index ?? -1)
+                    return Column(
+                        tags: bits(r.isToMany ? .references : .reference), target: r.destinationEntity?.index ?? -1,
+                        subTargets: r.destinationEntity?.selfAndDescendants.dropFirst().map(\.index) ?? [])
                 }
                 let type = (p as? NSAttributeDescription)?.attributeType ?? .undefinedAttributeType
                 return Column(tags: Self.tags(for: type, bits), target: -1)
@@ -83,8 +88,8 @@ extension RowShapes.Column {
     func admits(_ value: StoreValue) -> Bool {
         guard admits(tag: FileStoreFormat.tag(of: value)) else { return false }
         switch value {
-        case let .reference(id): return id.entity == target
-        case let .references(ids): return ids.allSatisfy { $0.entity == target }
+        case let .reference(id): return id.entity == target || subTargets.contains(id.entity)
+        case let .references(ids): return ids.allSatisfy { $0.entity == target || subTargets.contains($0.entity) }
         default: return true
         }
     }
