@@ -44,7 +44,10 @@ extension NSManagedObject {
             let r = relationship(at: i)
             let set: Set<NSManagedObject>
             if let context = managedObjectContext, let destination = r.destinationEntity {
-                set = Set(context.objects(forRows: rows, entity: destination))
+                let objects = context.objects(forRows: rows, entity: destination)
+                // An ordered relationship's rows are stored in its order.
+                if r.isOrdered { setToManyOrder(objects.map(ObjectIdentifier.init), at: i) }
+                set = Set(objects)
             } else {
                 set = []
             }
@@ -91,6 +94,7 @@ extension NSManagedObject {
         storedSlots[i] = .toMany([])  // drop the slot's reference so the insert does not copy the set
         let isNew = set.insert(target).inserted
         storedSlots[i] = .toMany(set)
+        if isNew && relationship(at: i).isOrdered { toManyOrders?[i]?.append(ObjectIdentifier(target)) }
         if isNew { recordToManyEdit(target, at: i, added: true) }
         if isNew && recordsUndo { recordToManyForUndo(target, at: i, added: true) }
         markChanged()

@@ -55,7 +55,8 @@ struct DerivedEnds {
             var derived = [[Column]](repeating: [], count: count)
             var sources = [[Column]](repeating: [], count: count)
             for e in model.entities {
-                for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse {
+                // An ordered end keeps its order in its rows: it is stored, not derived.
+                for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse && !end.isOrdered {
                     let k = ends.count
                     let owners = family(end.destination)
                     ends.append(End(entity: e.index, sources: owners, sourceProperty: end.inverseProperty))
