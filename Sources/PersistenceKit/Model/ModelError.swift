@@ -11,7 +11,8 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case duplicateEntity
         /// Two properties of one entity share a name.
         case duplicateProperty
-        /// The attribute type cannot be stored (undefined, transformable, object ID).
+        /// The attribute type cannot be stored (undefined, object ID, transformable without a
+        /// transformer name).
         case unsupportedType(NSAttributeType)
         /// The default value does not convert to the attribute type.
         case invalidDefaultValue

@@ -72,7 +72,13 @@ extension NSManagedObjectModel {
             throw ModelError(
                 .unsupportedType(a.attributeType), entity: entity.name, property: a.name,
                 "attribute type '\(a.attributeType)' is not supported; use one of Integer 16/32/64, Double, Float, "
-                    + "Boolean, String, Date, Binary Data, UUID, URI or Decimal.")
+                    + "Boolean, String, Date, Binary Data, UUID, URI, Decimal or Transformable.")
+        }
+        if a.attributeType == .transformableAttributeType && a.valueTransformerName == nil {
+            throw ModelError(
+                .unsupportedType(a.attributeType), entity: entity.name, property: a.name,
+                "a transformable attribute needs a valueTransformerName naming a ValueTransformer registered with "
+                    + "ValueTransformer.setValueTransformer(_:forName:) (there is no default transformer).")
         }
         if let c = a as? NSCompositeAttributeDescription { try c.validateElements(in: entity) }
         a.resolveDefault()

@@ -5,7 +5,7 @@ import Synchronization
 @usableFromInline
 enum PropertyDeclaration: Sendable {
     /// `@Attribute`: its initial value (the model's default) and options (bit 0 indexed,
-    /// bit 1 transient, bit 2 unique).
+    /// bit 1 transient, bit 2 unique, bit 3 codable storage, bit 4 transformed storage).
     case attribute(defaultValue: StoreValue, optionBits: UInt8)
     /// `@Relationship`: its arguments, `maxCount` already 1 for a to-one relationship.
     case relationship(inverse: String, deleteRule: NSDeleteRule, isOptional: Bool, minCount: Int, maxCount: Int)

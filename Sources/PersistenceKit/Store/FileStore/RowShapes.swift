@@ -62,8 +62,9 @@ struct RowShapes: Sendable {
         case .UUIDAttributeType: bits(.uuid)
         case .URIAttributeType: bits(.uri)
         case .compositeAttributeType: bits(.data)  // see CompositeValueCoding
+        case .transformableAttributeType: bits(.data)  // the transformer's bytes
         // Types validation refuses never reach a store: nothing is known of their values.
-        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: .max
+        case .undefinedAttributeType, .objectIDAttributeType: .max
         }
     }
 
