@@ -81,6 +81,8 @@ extension NSManagedObjectContext {
         }
         try callWillSaveOnObjectsTheHooksChanged()
         discardInaccessibleObjects()
+        // Derived attributes last: they read what the hooks left.
+        updateDerivedAttributes()
         // Ordered once per save: hooks, validation, key allocation and the transaction all
         // use these (sorting 100k inserts five times was a measurable share of a save).
         var inserted = insertions.objects

@@ -39,6 +39,8 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case relationshipInConstraint(String)
         /// A uniqueness constraint names a transient attribute, which the store never holds.
         case transientAttributeInConstraint(String)
+        /// A derived attribute's expression (shown) is not one PersistenceKit computes.
+        case invalidDerivation(String)
         /// An element of a composite attribute (named) cannot be stored in one: a composite,
         /// a type that is not supported, an empty or repeated name, or an invalid default.
         case invalidCompositeElement(String)

@@ -237,6 +237,12 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// The values of a new object, when the entity has persistent attributes only (sealed
     /// models only; see `NSManagedObject.ValueStorage`).
     @exclusivity(unchecked) private(set) var defaultValues: [StoreValue] = []
+    /// The derived attributes, by slot (sealed models only; empty for most entities).
+    @exclusivity(unchecked) private(set) var derivedSlots: [(slot: Int, description: NSDerivedAttributeDescription)] = []
+    /// The relationship slots through which a change of an object of this entity reaches an
+    /// object whose derived sum reads it (the inverse of a summed relationship; sealed
+    /// models only, set by the model).
+    @exclusivity(unchecked) var derivationSources: [Int] = []
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
     @exclusivity(unchecked) private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
 
@@ -374,6 +380,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         hasTransientAttributes = slotKinds.contains(.transientAttribute)
         observesReads = managedObjectClass is any ObservableManagedObject.Type
         constrainedSlots = Self.constrainedSlots(in: properties)
+        derivedSlots = properties.enumerated().compactMap { i, p in
+            (p as? NSDerivedAttributeDescription).flatMap { $0.derivation == nil ? nil : (i, $0) }
+        }
         uniqueColumns = resolvedUniquenessConstraints(byName: byName)
         defer {
             self.index = index

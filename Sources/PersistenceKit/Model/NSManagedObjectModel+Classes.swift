@@ -33,8 +33,10 @@ extension NSManagedObjectModel {
             let own = PropertyDeclarations.declaredProperties(of: cls).filter { !inheritedFrom.contains($0.declaringClass) }
             let entity = NSEntityDescription(
                 name: name, managedObjectClass: cls,
-                properties: own.map { $0.wrapper.makeDescription(name: $0.name, declaration: $0.declaration) })
+                properties: Self.applyingDerivations(
+                    of: cls, to: own.map { $0.wrapper.makeDescription(name: $0.name, declaration: $0.declaration) }))
             entity.isAbstract = Self.declaresAbstract(cls)
+            Self.applyVersioning(of: cls, to: entity)
             entity.uniquenessConstraints = Self.uniquenessConstraints(
                 of: cls, properties: entity.properties, inheritsConstraints: parentIndex != nil)
             if let parentIndex { parents.append((entity, ancestors[parentIndex])) }

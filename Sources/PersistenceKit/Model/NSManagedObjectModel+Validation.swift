@@ -81,6 +81,7 @@ extension NSManagedObjectModel {
                     + "ValueTransformer.setValueTransformer(_:forName:) (there is no default transformer).")
         }
         if let c = a as? NSCompositeAttributeDescription { try c.validateElements(in: entity) }
+        if let d = a as? NSDerivedAttributeDescription { try d.resolveDerivation(in: entity) }
         a.resolveDefault()
         if a.defaultStoreValue == nil {
             throw ModelError(

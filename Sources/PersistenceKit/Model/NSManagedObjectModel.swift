@@ -45,6 +45,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     /// `sealLock`, before `isSealed` becomes true).
     private(set) var sealError: ModelError?
     private var entitiesByIndex: [NSEntityDescription] = []
+    /// Whether any entity has a derived attribute (sealed models only): saves compute them.
+    private(set) var hasDerivedAttributes = false
     private var entitiesByClass: [ObjectIdentifier: NSEntityDescription] = [:]
     private var entitiesByNameTable: [String: NSEntityDescription] = [:]
     /// The version hash, computed once when the model is sealed (written under `sealLock`
@@ -100,6 +102,19 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
                 e.managedObjectModel = self
                 e.seal(index: Int32(i))
             }
+            // A sum reads attributes of other objects: changes of those reach the summing
+            // object through the summed relationship's inverse.
+            for e in sorted {
+                for (_, d) in e.derivedSlots {
+                    guard case let .sum(ri, _)? = d.derivation, let r = e.properties[ri] as? NSRelationshipDescription,
+                        let inverse = r.inverseRelationship, let destination = r.destinationEntity
+                    else { continue }
+                    for member in destination.selfAndDescendants where !member.derivationSources.contains(inverse.index) {
+                        member.derivationSources.append(inverse.index)
+                    }
+                }
+            }
+            hasDerivedAttributes = sorted.contains { !$0.derivedSlots.isEmpty }
             entitiesByIndex = sorted
             entitiesByNameTable = Dictionary(sorted.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             var byClass: [ObjectIdentifier: NSEntityDescription] = [:]
