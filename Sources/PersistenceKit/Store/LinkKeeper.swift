@@ -52,7 +52,9 @@ struct LinkKeeper: Sendable {
                 if r.isToMany != inverse.isToMany {
                     owns = !r.isToMany
                 } else {
-                    owns = (e.name, r.name) <= (destination.name, inverse.name)
+                    // By the entities that declare the two ends: every entity of a family
+                    // inherits a relationship and must agree on which end owns it.
+                    owns = (r.entity?.name ?? e.name, r.name) <= (inverse.entity?.name ?? destination.name, inverse.name)
                 }
                 ends[e.index, default: []].append(
                     End(

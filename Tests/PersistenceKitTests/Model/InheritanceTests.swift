@@ -9,6 +9,14 @@ class INAnimal: NSManagedObject, AbstractEntity {
     @Attribute var name: String = ""
     @Attribute(.indexed) var age: Int64 = 0
     @Relationship(inverse: "animals") var keeper: INKeeper2?
+    @Relationship(inverse: "animals") var badges: Set<INBadge>
+}
+
+/// Many-to-many with the family. Its name sorts between INAnimal's and INCat's: both ends of
+/// the link must still agree on which owns it for every entity of the family.
+final class INBadge: NSManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: "badges") var animals: Set<INAnimal>
 }
 
 class INDog: INAnimal {
@@ -34,7 +42,7 @@ final class INLabel: INNamed {
 
 @Suite("Entity inheritance")
 struct InheritanceTests {
-    static let classes: [NSManagedObject.Type] = [INAnimal.self, INDog.self, INPuppy.self, INCat.self, INKeeper2.self]
+    static let classes: [NSManagedObject.Type] = [INAnimal.self, INDog.self, INPuppy.self, INCat.self, INKeeper2.self, INBadge.self]
 
     static func model() throws -> NSManagedObjectModel {
         try NSManagedObjectModel(managedObjectClasses: classes)
@@ -92,8 +100,8 @@ struct InheritanceTests {
         #expect(Set(animal.subentities.map(\.name)) == ["INDog", "INCat"])
         #expect(puppy.superentity === dog)
         #expect(dog.superentity === animal)
-        #expect(puppy.properties.map(\.name) == ["name", "age", "keeper", "breed", "toy"])
-        #expect(cat.properties.map(\.name) == ["name", "age", "keeper", "lives"])
+        #expect(puppy.properties.map(\.name) == ["name", "age", "keeper", "badges", "breed", "toy"])
+        #expect(cat.properties.map(\.name) == ["name", "age", "keeper", "badges", "lives"])
         #expect(puppy.propertiesByName["keeper"] === animal.propertiesByName["keeper"])
         #expect(puppy.isKindOf(entity: animal))
     }
@@ -124,9 +132,20 @@ struct InheritanceTests {
         animals.inverseRelationship = toKeeper
         animal.properties.append(toKeeper)
         keeper.properties.append(animals)
+        let badge = NSEntityDescription(name: "INBadge", properties: [attr("title", .stringAttributeType, default: "")])
+        let badges = NSRelationshipDescription(name: "badges")
+        badges.destinationEntity = badge
+        badges.maxCount = 0
+        let badgeAnimals = NSRelationshipDescription(name: "animals")
+        badgeAnimals.destinationEntity = animal
+        badgeAnimals.maxCount = 0
+        badges.inverseRelationship = badgeAnimals
+        badgeAnimals.inverseRelationship = badges
+        animal.properties.append(badges)
+        badge.properties.append(badgeAnimals)
         animal.subentities = [dog, cat]
         dog.subentities = [puppy]
-        let byHand = NSManagedObjectModel(entities: [animal, dog, puppy, cat, keeper])
+        let byHand = NSManagedObjectModel(entities: [animal, dog, puppy, cat, keeper, badge])
         try byHand.validate()
         #expect(byHand == (try Self.model()))
     }
@@ -252,6 +271,41 @@ struct InheritanceTests {
         #expect(label.properties.map(\.name) == ["title", "color"])
         #expect(label.properties.allSatisfy { $0.entity === label })
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func aManyToManyWithTheFamilyKeepsBothEndsForEverySubEntity(kind: StoreKind) throws {
+        let folder = try TemporaryFolder()
+        var container = try Self.container(kind, in: folder.url)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let brave = INBadge(context: context)
+            brave.title = "brave"
+            let cat = INCat(context: context)
+            cat.name = "Tom"
+            let dog = INDog(context: context)
+            dog.name = "Rex"
+            cat.badges = [brave]
+            brave.$animals.insert(dog)
+            try context.save()
+        }
+        if kind == .file {
+            try FSSupport.close(container)
+            container = try Self.container(kind, in: folder.url)
+        }
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait {
+            let badge = try #require(try reader.fetch(INBadge.fetchRequest()).first)
+            #expect(Set(badge.animals.map(\.name)) == ["Tom", "Rex"])
+            let cat = try #require(try reader.fetch(INCat.fetchRequest()).first)
+            #expect(cat.badges.map(\.title) == ["brave"])
+            let dog = try #require(try reader.fetch(INDog.fetchRequest()).first)
+            #expect(dog.badges.map(\.title) == ["brave"])
+            // Through the badges, with the store's join over the family.
+            let request = INAnimal.fetchRequest()
+            request.predicate = NSPredicate(format: "ANY badges.title == %@", "brave")
+            #expect(try reader.count(for: request) == 2)
+        }
+    }
 }
 
 /// The keeper of `InheritanceTests`' zoo (its own class, so that other suites' models of the
@@ -260,4 +314,3 @@ final class INKeeper2: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "keeper") var animals: Set<INAnimal>
 }
-

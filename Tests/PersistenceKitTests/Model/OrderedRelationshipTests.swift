@@ -208,4 +208,33 @@ struct OrderedRelationshipTests {
             #expect(a.playlist === list)
         }
     }
+
+    @Test func aChildContextSavePassesTheOrderToItsParent() throws {
+        let folder = try TemporaryFolder()
+        let container = try Self.container(.inMemory, url: folder.storeURL, model: try Self.model())
+        let parent = container.newBackgroundContext()
+        let listID = try parent.performAndWait {
+            let list = ORPlaylist(context: parent)
+            for t in ["a", "b", "c"] {
+                let s = ORSong(context: parent)
+                s.title = t
+                s.playlist = list
+            }
+            try parent.save()
+            return list.objectID
+        }
+        let child = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType)
+        child.parent = parent
+        try child.performAndWait {
+            let list = try #require(child.existingObject(with: listID) as? ORPlaylist)
+            list.$songs.move(fromOffsets: IndexSet([0]), toOffset: 3)
+            try child.save()
+        }
+        try parent.performAndWait {
+            let list = try #require(parent.existingObject(with: listID) as? ORPlaylist)
+            #expect(list.songs.map(\.title) == ["b", "c", "a"])
+            try parent.save()
+        }
+        #expect(try Self.storedTitles(container) == ["b", "c", "a"])
+    }
 }
