@@ -112,7 +112,7 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         return attributeType.anyValue(from: value)
     }
 
-    override var canonicalDescription: String {
+    override func describe(renaming: Bool) -> String {
         var s = "attr \(name) \(attributeType.rawValue)"
         if isOptional { s += " opt" }
         if isTransient { s += " transient" }
@@ -120,6 +120,6 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         if let d = defaultStoreValue, !d.isNull { s += " default=\(d)" }
         if let valueTransformerName { s += " transformer=\(valueTransformerName)" }
         if let attributeValueClassName { s += " class=\(attributeValueClassName)" }
-        return s + versioningDescription
+        return s + versioningDescription(renaming: renaming)
     }
 }

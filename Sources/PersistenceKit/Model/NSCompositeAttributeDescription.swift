@@ -40,8 +40,8 @@ public final class NSCompositeAttributeDescription: NSAttributeDescription, @unc
         self.init(name: "", elements: [])
     }
 
-    override var canonicalDescription: String {
-        super.canonicalDescription + " elements[" + elements.map(\.canonicalDescription).joined(separator: ", ") + "]"
+    override func describe(renaming: Bool) -> String {
+        super.describe(renaming: renaming) + " elements[" + elements.map { $0.describe(renaming: renaming) }.joined(separator: ", ") + "]"
     }
 
     /// The stored form of a dictionary (or `nil`) for this composite; `nil` when the value

@@ -42,8 +42,8 @@ public final class NSDerivedAttributeDescription: NSAttributeDescription, @unche
         }
     }
 
-    override var canonicalDescription: String {
-        super.canonicalDescription + " derived=\(derivationExpression?.description ?? "nil")"
+    override func describe(renaming: Bool) -> String {
+        super.describe(renaming: renaming) + " derived=\(derivationExpression?.description ?? "nil")"
     }
 
     /// The relationship and attribute names the expression reads, and whether it sums.

@@ -123,7 +123,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
             }
             entitiesByClass = byClass
             EntityRegistry.register(sorted)
-            sealedVersionHash = Self.hash(of: canonicalDescription)
+            sealedVersionHash = Self.hash(of: hashDescription)
             sealedLayoutHash = Self.hash(of: layoutDescription)
             sealed = true
         }
@@ -146,13 +146,21 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         entities.map(\.canonicalDescription).sorted().joined(separator: "\n")
     }
 
-    /// A 16-byte hash of the model's canonical form. Equal models have equal hashes. The
+    /// The canonical form without renaming identifiers, which Core Data's version hashes
+    /// leave out too: a model that only adds them is the same version.
+    var hashDescription: String {
+        entities.map(\.hashDescription).sorted().joined(separator: "\n")
+    }
+
+    /// A 16-byte hash of the model's canonical form, renaming identifiers left out (as Core
+    /// Data's version hashes leave them out; version hash modifiers count). Equal models have
+    /// equal hashes. The
     /// file store records a related hash of the stored layout (property order included)
     /// and refuses to open with a model whose layout differs; see Differences.md, "Model
     /// version hash". The in-memory store compares nothing.
     public var versionHash: Data {
         if isSealed { return sealedVersionHash }
-        return Self.hash(of: canonicalDescription)
+        return Self.hash(of: hashDescription)
     }
 
     /// A 16-byte hash of the model as stores lay it out: the version hash's content with each

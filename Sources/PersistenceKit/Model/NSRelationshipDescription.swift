@@ -108,13 +108,13 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         self.init(name: "")
     }
 
-    override var canonicalDescription: String {
+    override func describe(renaming: Bool) -> String {
         var s = "rel \(name) -> \(destinationEntity?.name ?? destinationEntityName ?? "?")"
         s += " inverse=\(inverseRelationship?.name ?? inverseName ?? "?")"
         s += " rule=\(deleteRule.rawValue) min=\(minCount) max=\(maxCount)"
         if isOptional { s += " opt" }
         if isTransient { s += " transient" }
         if isOrdered && isToMany { s += " ordered" }
-        return s + versioningDescription
+        return s + versioningDescription(renaming: renaming)
     }
 }

@@ -60,6 +60,18 @@ struct ModelDeclarationTests {
         #expect(renamed != Self.shapes())
     }
 
+    @Test func versionHashesCountModifiersButNotRenamingIdentifiers() {
+        let plain = Self.shapes()
+        let renamed = Self.shapes(circleRenamedFrom: "size")
+        renamed.entitiesByName["Canvas"]?.renamingIdentifier = "Board"
+        #expect(renamed.versionHash == plain.versionHash)
+        #expect(renamed.layoutHash == plain.layoutHash)
+        let modified = Self.shapes()
+        modified.entitiesByName["Circle"]?.propertiesByName["radius"]?.versionHashModifier = "cm"
+        #expect(modified.versionHash != plain.versionHash)
+        #expect(modified.layoutHash != plain.layoutHash)
+    }
+
     @Test func modelsWithoutTheNewDeclarationsKeepTheirHash() {
         let plain = NSEntityDescription(name: "Plain", properties: [NSAttributeDescription(name: "n", type: .integer64AttributeType)])
         let model = NSManagedObjectModel(entities: [plain])
