@@ -18,9 +18,14 @@ struct RowShapes: Sendable {
         var tags: UInt16
         /// The destination entity of a relationship column; -1 for an attribute.
         var target: Int32
-        /// The destination's sub-entities (and theirs), whose rows the column may name too;
-        /// empty for most relationships.
-        var subTargets: [Int32] = []
+        /// The destination's sub-entities (and theirs), whose rows the column may name too:
+        /// bit `i` for entity index `i` below 64; none for most relationships. Bits, not an
+        /// array, so that a column stays a plain value: decoding copies a row's columns for
+        /// every row it reads, and an array in each copy cost a retain and a release.
+        var subTargetBits: UInt64 = 0
+        /// Whether a sub-entity's index is 64 or more: the column then admits a reference to
+        /// any entity (the reference's own row is still checked when it is read).
+        var admitsAnyEntity = false
     }
 
     /// Per entity index: its columns, in property order.
@@ -37,9 +42,15 @@ struct RowShapes: Sendable {
             columns[Int(e.index)] = e.properties.map { p in
                 if p.isTransient { return Column(tags: bits(), target: -1) }
                 if let r = p as? NSRelationshipDescription {
-                    return Column(
-                        tags: bits(r.isToMany ? .references : .reference), target: r.destinationEntity?.index ?? -1,
-                        subTargets: r.destinationEntity?.selfAndDescendants.dropFirst().map(\.index) ?? [])
+                    var column = Column(tags: bits(r.isToMany ? .references : .reference), target: r.destinationEntity?.index ?? -1)
+                    for sub in r.destinationEntity?.selfAndDescendants.dropFirst() ?? [] {
+                        if sub.index >= 0 && sub.index < 64 {
+                            column.subTargetBits |= 1 << UInt64(sub.index)
+                        } else {
+                            column.admitsAnyEntity = true
+                        }
+                    }
+                    return column
                 }
                 let type = (p as? NSAttributeDescription)?.attributeType ?? .undefinedAttributeType
                 return Column(tags: Self.tags(for: type, bits), target: -1)
@@ -85,12 +96,20 @@ extension RowShapes.Column {
     @inline(__always)
     func admits(tag raw: UInt8) -> Bool { raw >= 16 || tags & (1 << UInt16(raw)) != 0 }
 
+    /// Whether a reference in this column may name a row of `entity`.
+    @inline(__always)
+    func admits(entity: Int32) -> Bool {
+        if entity == target { return true }
+        if entity >= 0 && entity < 64 && subTargetBits & (1 << UInt64(entity)) != 0 { return true }
+        return admitsAnyEntity && entity >= 0
+    }
+
     /// Whether `value` may stand in this column: its kind, and the entity its references name.
     func admits(_ value: StoreValue) -> Bool {
         guard admits(tag: FileStoreFormat.tag(of: value)) else { return false }
         switch value {
-        case let .reference(id): return id.entity == target || subTargets.contains(id.entity)
-        case let .references(ids): return ids.allSatisfy { $0.entity == target || subTargets.contains($0.entity) }
+        case let .reference(id): return admits(entity: id.entity)
+        case let .references(ids): return ids.allSatisfy { admits(entity: $0.entity) }
         default: return true
         }
     }
