@@ -126,7 +126,7 @@ struct BatchRowEncoder {
         case is NSNull: return .null
         default: id = nil
         }
-        guard let id, let target = id.rowID, id.entity === r.destinationEntity,
+        guard let id, let target = id.rowID, r.accepts(id.entity),
             id.persistentStoreIdentifier == pass.store.identifier
         else {
             throw CoreDataError(

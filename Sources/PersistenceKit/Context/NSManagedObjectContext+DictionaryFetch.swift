@@ -103,7 +103,7 @@ extension NSManagedObjectContext {
         case let .uri(u): return u
         case let .decimal(d): return d
         case let .reference(row):
-            guard let entity = target ?? model.entity(at: row.entity) else { return nil }
+            guard let entity = target.map({ $0.forRow(row) }) ?? model.entity(at: row.entity) else { return nil }
             return NSManagedObjectID(entity: entity, objectKey: ObjectKey(row: row, storeNumber: storeNumber))
         case let .references(rows): return rows.count  // not reached: the plan refuses to-many relationships
         }

@@ -47,6 +47,11 @@ extension NSManagedObjectContext {
     public func count<T>(for request: NSFetchRequest<T>) throws -> Int {
         assertOnQueue("count(for:)")
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
+        if request.includesSubentities && !entity.subentities.isEmpty {
+            var n = 0
+            for member in entity.selfAndDescendants { n += try count(for: request.part(for: member, limit: 0)) }
+            return window(n, offset: request.fetchOffset, limit: request.fetchLimit)
+        }
         let store = try readStore(for: "count(for:)")
         if request.includesPendingChanges { processPendingChanges() }
         // Fast path: the store can count alone when no pending change of this entity matters
@@ -120,7 +125,8 @@ extension NSManagedObjectContext {
             registeredByID.reserveCapacity(registeredByID.count + matches.count)
             for i in matches.indices where matches[i].isRowStandIn {
                 let standIn = matches[i]
-                if let registered = registeredByID[standIn.objectKey, entity] {
+                // The stand-in's own entity: a fetch over sub-entities returns theirs.
+                if let registered = registeredByID[standIn.objectKey, standIn.entity] {
                     // Registered meanwhile by a path that makes no stand-in its object.
                     if registered.flags.contains(.fault), let row = standIn.snapshot { registered.holdRow(row) }
                     if tracksFaults && registered.flags.contains(.fault) { faultsAtStart.insert(ObjectIdentifier(registered)) }
@@ -185,10 +191,13 @@ extension NSManagedObjectContext {
     /// predicate run in memory would register and load an object for every row of the
     /// entity, run `awakeFromFetch()` on rows that do not match, and the context would keep
     /// them all.
-    private func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
+    func fetchCandidates<T>(_ request: NSFetchRequest<T>, tracksFaults: Bool, defersEveryRow: Bool) throws
         -> (matches: [NSManagedObject], entity: NSEntityDescription, faultsAtStart: Set<ObjectIdentifier>, holdsStandIns: Bool)
     {
         let entity = try request.resolveEntity(in: coordinator.managedObjectModel)
+        if request.includesSubentities && !entity.subentities.isEmpty {
+            return try fetchFamilyCandidates(request, entity: entity, tracksFaults: tracksFaults, defersEveryRow: defersEveryRow)
+        }
         let store = try readStore(for: "fetch(_:)")
         let pending = request.includesPendingChanges
         if pending { processPendingChanges() }

@@ -83,6 +83,8 @@ extension NSManagedObjectContext {
         }
         try callWillSaveOnObjectsTheHooksChanged()
         discardInaccessibleObjects()
+        // Derived attributes last: they read what the hooks left.
+        updateDerivedAttributes()
         // Ordered once per save: hooks, validation, key allocation and the transaction all
         // use these (sorting 100k inserts five times was a measurable share of a save).
         var inserted = insertions.objects
@@ -242,6 +244,14 @@ extension NSManagedObjectContext {
         var errors: [any Error] = []
         func collect(_ body: () throws -> Void) {
             do { try body() } catch { errors.append(error) }
+        }
+        for o in inserted where o.entity.isAbstract {
+            errors.append(
+                CoreDataError(
+                    .managedObjectValidation, objectID: o.objectID,
+                    "\(o.objectID) is an object of the abstract entity '\(o.entity.name)', which has no objects of its own; "
+                        + "insert an object of one of its sub-entities (\(o.entity.subentities.map(\.name).sorted().joined(separator: ", "))) "
+                        + "instead."))
         }
         for o in inserted { collect { try o.validateForInsert() } }
         for o in updated { collect { try o.validateForUpdate() } }

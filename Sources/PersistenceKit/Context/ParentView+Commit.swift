@@ -93,9 +93,14 @@ extension ParentView {
             case .toOne:
                 if case let .reference(target) = new { o.setToOne(object(target), at: i) } else { o.setToOne(nil, at: i) }
             case .toMany:
-                var targets = Set<NSManagedObject>()
-                if case let .references(rows) = new { for r in rows { if let t = object(r) { targets.insert(t) } } }
-                o.replaceToMany(with: targets, at: i)
+                var targets: [NSManagedObject] = []
+                if case let .references(rows) = new { for r in rows { if let t = object(r) { targets.append(t) } } }
+                // An ordered relationship takes the child's order too.
+                if o.entity.properties[i].isOrderedToMany {
+                    o.replaceOrderedToMany(with: targets, at: i)
+                } else {
+                    o.replaceToMany(with: Set(targets), at: i)
+                }
             case .transientAttribute:
                 continue
             }

@@ -59,5 +59,5 @@ public final class NSExpressionDescription: NSPropertyDescription, @unchecked Se
         set { state.withLock { $0.resultType = newValue } }
     }
 
-    override var canonicalDescription: String { "\(name) = \(expression?.description ?? "nil")" }
+    override func describe(renaming: Bool) -> String { "\(name) = \(expression?.description ?? "nil")" }
 }

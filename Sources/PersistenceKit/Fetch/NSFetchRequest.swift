@@ -86,9 +86,9 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// delete them. Objects with unsaved changes, and pending inserts, are returned as they
     /// are; `returnsObjectsAsFaults` is ignored.
     public var includesPropertyValues: Bool = true
-    /// Whether objects of sub-entities match too. Defaults to `true`, as in Core Data.
-    /// There is no entity inheritance here, so no entity has sub-entities and both values
-    /// fetch the same objects.
+    /// Whether objects of the entity's sub-entities (``NSEntityDescription/subentities``,
+    /// and theirs, all the way down) match too. Defaults to `true`, as in Core Data; `false`
+    /// fetches and counts the objects of the named entity alone.
     public var includesSubentities: Bool = true
     /// How many of the returned objects keep the values the fetch read; the rest come back
     /// as faults that read their values from the store when first touched. `0` (the
@@ -211,6 +211,20 @@ public final class NSFetchRequest<ResultType>: CustomStringConvertible {
     /// A readable summary for logs and messages.
     public var description: String {
         "NSFetchRequest(entity: \(entity?.name ?? entityName ?? "?"), limit: \(fetchLimit), offset: \(fetchOffset))"
+    }
+
+    /// A copy that fetches `entity` alone, with this request's predicate, sorts and
+    /// pending-changes rule, and a window of the first `limit` objects (0: all): one part
+    /// of a fetch over an entity and its sub-entities.
+    func part(for entity: NSEntityDescription, limit: Int) -> NSFetchRequest<ResultType> {
+        let part = NSFetchRequest<ResultType>()
+        part.entity = entity
+        part.filter = filter
+        part.sortRules = sortRules
+        part.fetchLimit = limit
+        part.includesPendingChanges = includesPendingChanges
+        part.includesSubentities = false
+        return part
     }
 
     /// The entity to fetch, resolved in `model`, or a typed error; also when the predicate

@@ -12,7 +12,9 @@ extension NSFetchedResultsController: FetchedResultsChangeHandling {
             return
         }
         func objects(_ key: String) -> [NSManagedObject] {
-            (info[key] as? Set<NSManagedObject> ?? []).filter { $0.entity === entity }
+            // Objects of sub-entities count when the request includes them.
+            let family = fetchRequest.includesSubentities
+            return (info[key] as? Set<NSManagedObject> ?? []).filter { $0.entity === entity || (family && $0.entity.isKindOf(entity: entity)) }
         }
         let removed = Set((objects(NSDeletedObjectsKey) + objects(NSInvalidatedObjectsKey)).map(ObjectIdentifier.init))
         var candidates: [NSManagedObject] = []

@@ -16,11 +16,25 @@ public protocol AttributeValue {
     init?(storeValue: StoreValue)
     /// The stored form of the value.
     var storeValue: StoreValue { get }
+    /// For a transformable value (``TransformableAttribute``): its transformer's registered
+    /// name; `nil` for every other type.
+    static var valueTransformerName: String? { get }
+    /// For a value stored in another form than its own (Codable, transformable): the name of
+    /// its Swift type; `nil` for every other type.
+    static var attributeValueClassName: String? { get }
+    /// For a ``CodableAttribute`` type (or an optional of one): that type; `nil` otherwise.
+    static var codableAttributeType: (any CodableAttribute.Type)? { get }
 }
 
 extension AttributeValue {
     /// See ``AttributeValue``.
     public static var isOptionalAttributeValue: Bool { false }
+    /// See ``AttributeValue``: none.
+    public static var valueTransformerName: String? { nil }
+    /// See ``AttributeValue``: none.
+    public static var attributeValueClassName: String? { nil }
+    /// See ``AttributeValue``: none.
+    public static var codableAttributeType: (any CodableAttribute.Type)? { nil }
 }
 
 extension Optional: AttributeValue where Wrapped: AttributeValue {
@@ -28,6 +42,12 @@ extension Optional: AttributeValue where Wrapped: AttributeValue {
     public static var attributeType: NSAttributeType { Wrapped.attributeType }
     /// See ``AttributeValue``.
     public static var isOptionalAttributeValue: Bool { true }
+    /// See ``AttributeValue``: the wrapped type's.
+    public static var valueTransformerName: String? { Wrapped.valueTransformerName }
+    /// See ``AttributeValue``: the wrapped type's.
+    public static var attributeValueClassName: String? { Wrapped.attributeValueClassName }
+    /// See ``AttributeValue``: the wrapped type's.
+    public static var codableAttributeType: (any CodableAttribute.Type)? { Wrapped.codableAttributeType }
     /// See ``AttributeValue``.
     public init?(storeValue: StoreValue) {
         if case .null = storeValue {

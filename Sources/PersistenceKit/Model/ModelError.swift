@@ -11,7 +11,8 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case duplicateEntity
         /// Two properties of one entity share a name.
         case duplicateProperty
-        /// The attribute type cannot be stored (undefined, transformable, object ID).
+        /// The attribute type cannot be stored (undefined, object ID, transformable without a
+        /// transformer name).
         case unsupportedType(NSAttributeType)
         /// The default value does not convert to the attribute type.
         case invalidDefaultValue
@@ -38,6 +39,8 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         case relationshipInConstraint(String)
         /// A uniqueness constraint names a transient attribute, which the store never holds.
         case transientAttributeInConstraint(String)
+        /// A derived attribute's expression (shown) is not one PersistenceKit computes.
+        case invalidDerivation(String)
         /// An element of a composite attribute (named) cannot be stored in one: a composite,
         /// a type that is not supported, an empty or repeated name, or an invalid default.
         case invalidCompositeElement(String)

@@ -46,6 +46,27 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         }
     }
 
+    /// For a transformable attribute: the name under which its ``ValueTransformer`` is
+    /// registered (``ValueTransformer/setValueTransformer(_:forName:)``). The transformer's
+    /// `transformedValue(_:)` makes the stored bytes of a value, and
+    /// `reverseTransformedValue(_:)` the value again. Part of the model's equality.
+    @exclusivity(unchecked) public var valueTransformerName: String? {
+        didSet { checkMutable() }
+    }
+
+    /// The name of the Swift type of the attribute's values, for attributes whose values are
+    /// not of the attribute type itself: a transformable attribute's, or a Codable value
+    /// stored as binary data (``CodableAttribute``). `nil` otherwise. Part of the model's
+    /// equality.
+    @exclusivity(unchecked) public var attributeValueClassName: String? {
+        didSet { checkMutable() }
+    }
+
+    /// For an attribute declared with a ``CodableAttribute`` type: that type, so that
+    /// `value(forKey:)` and `setValue(_:forKey:)` take and give its values. Not part of the
+    /// description's content (``attributeValueClassName`` names it).
+    var codableType: (any CodableAttribute.Type)?
+
     /// The default value as given, kept to report it when it does not convert.
     private var rawDefault: Any?
 
@@ -77,6 +98,14 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         if attributeType == .compositeAttributeType, let c = self as? NSCompositeAttributeDescription {
             return c.compositeStoreValue(from: any)
         }
+        if attributeType == .transformableAttributeType { return transformedStoreValue(from: any) }
+        if let codableType, let any, !(any is Data) {
+            if let optional = any as? any _OptionalProtocol {
+                guard let wrapped = optional._wrappedAny else { return .null }
+                return storeValue(from: wrapped)
+            }
+            return codableType.storeValue(ofAny: any)
+        }
         return attributeType.storeValue(from: any)
     }
 
@@ -86,15 +115,19 @@ public class NSAttributeDescription: NSPropertyDescription, @unchecked Sendable 
         if attributeType == .compositeAttributeType, let c = self as? NSCompositeAttributeDescription {
             return c.compositeAnyValue(from: value)
         }
+        if attributeType == .transformableAttributeType { return transformedAnyValue(from: value) }
+        if let codableType, case let .data(bytes) = value { return try? codableType.decodeStored(bytes) }
         return attributeType.anyValue(from: value)
     }
 
-    override var canonicalDescription: String {
+    override func describe(renaming: Bool) -> String {
         var s = "attr \(name) \(attributeType.rawValue)"
         if isOptional { s += " opt" }
         if isTransient { s += " transient" }
         if isIndexed { s += " indexed" }
         if let d = defaultStoreValue, !d.isNull { s += " default=\(d)" }
-        return s + versioningDescription
+        if let valueTransformerName { s += " transformer=\(valueTransformerName)" }
+        if let attributeValueClassName { s += " class=\(attributeValueClassName)" }
+        return s + versioningDescription(renaming: renaming)
     }
 }

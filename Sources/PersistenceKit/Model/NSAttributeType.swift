@@ -3,8 +3,9 @@ import Foundation
 /// The type of an attribute, with Core Data's case names.
 ///
 /// Supported: the integer, floating-point, decimal, string, Boolean, date, binary data,
-/// UUID and URI types, and composites of them (``NSCompositeAttributeDescription``).
-/// `undefinedAttributeType`, `transformableAttributeType` and
+/// UUID and URI types, composites of them (``NSCompositeAttributeDescription``), and
+/// transformable values stored as bytes through a registered ``ValueTransformer``
+/// (``NSAttributeDescription/valueTransformerName``). `undefinedAttributeType` and
 /// `objectIDAttributeType` exist so that code naming them compiles; a model that uses them
 /// fails validation with ``ModelError``.
 public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
@@ -34,7 +35,9 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
     case UUIDAttributeType = 1100
     /// A URI (`URL`), stored by its absolute string.
     case URIAttributeType = 1200
-    /// Core Data's transformable type: not supported (validation refuses it).
+    /// Core Data's transformable type: any value, stored as the bytes the attribute's
+    /// ``NSAttributeDescription/valueTransformerName`` transformer makes of it (validation
+    /// refuses one without a transformer name).
     case transformableAttributeType = 1800
     /// Core Data's object ID type: not supported (validation refuses it).
     case objectIDAttributeType = 2000
@@ -45,7 +48,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
     /// Whether PersistenceKit can store values of this type.
     public var isSupported: Bool {
         switch self {
-        case .undefinedAttributeType, .transformableAttributeType, .objectIDAttributeType: false
+        case .undefinedAttributeType, .objectIDAttributeType: false
         default: true
         }
     }
@@ -90,6 +93,7 @@ public enum NSAttributeType: UInt, Sendable, Hashable, CustomStringConvertible {
         case (.UUIDAttributeType, .uuid): true
         case (.URIAttributeType, .uri): true
         case (.compositeAttributeType, .data): true
+        case (.transformableAttributeType, .data): true
         default: false
         }
     }

@@ -40,8 +40,8 @@ public final class NSCompositeAttributeDescription: NSAttributeDescription, @unc
         self.init(name: "", elements: [])
     }
 
-    override var canonicalDescription: String {
-        super.canonicalDescription + " elements[" + elements.map(\.canonicalDescription).joined(separator: ", ") + "]"
+    override func describe(renaming: Bool) -> String {
+        super.describe(renaming: renaming) + " elements[" + elements.map { $0.describe(renaming: renaming) }.joined(separator: ", ") + "]"
     }
 
     /// The stored form of a dictionary (or `nil`) for this composite; `nil` when the value
@@ -121,7 +121,7 @@ public final class NSCompositeAttributeDescription: NSAttributeDescription, @unc
             guard !(e is NSCompositeAttributeDescription), e.attributeType != .compositeAttributeType else {
                 throw refuse(e.name, "is itself a composite; composites do not nest.")
             }
-            guard e.attributeType.isSupported else {
+            guard e.attributeType.isSupported, e.attributeType != .transformableAttributeType else {
                 throw refuse(
                     e.name,
                     "has the type '\(e.attributeType)', which cannot be stored; use one of Integer 16/32/64, Double, "

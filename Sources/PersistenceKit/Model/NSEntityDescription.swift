@@ -237,6 +237,12 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// The values of a new object, when the entity has persistent attributes only (sealed
     /// models only; see `NSManagedObject.ValueStorage`).
     @exclusivity(unchecked) private(set) var defaultValues: [StoreValue] = []
+    /// The derived attributes, by slot (sealed models only; empty for most entities).
+    @exclusivity(unchecked) private(set) var derivedSlots: [(slot: Int, description: NSDerivedAttributeDescription)] = []
+    /// The relationship slots through which a change of an object of this entity reaches an
+    /// object whose derived sum reads it (the inverse of a summed relationship; sealed
+    /// models only, set by the model).
+    @exclusivity(unchecked) var derivationSources: [Int] = []
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
     @exclusivity(unchecked) private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
 
@@ -374,6 +380,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         hasTransientAttributes = slotKinds.contains(.transientAttribute)
         observesReads = managedObjectClass is any ObservableManagedObject.Type
         constrainedSlots = Self.constrainedSlots(in: properties)
+        derivedSlots = properties.enumerated().compactMap { i, p in
+            (p as? NSDerivedAttributeDescription).flatMap { $0.derivation == nil ? nil : (i, $0) }
+        }
         uniqueColumns = resolvedUniquenessConstraints(byName: byName)
         defer {
             self.index = index
@@ -408,26 +417,31 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// The canonical form of the entity used by model equality and the version hash:
     /// properties sorted by name, class name excluded (as in Core Data's version hashes).
     /// Inherited properties are described by the entity that declares them.
-    var canonicalDescription: String {
-        let props = ownProperties.map(\.canonicalDescription).sorted().joined(separator: "; ")
-        return "entity \(name)\(inheritanceDescription) { \(props) }\(uniquenessDescription)"
+    var canonicalDescription: String { describe(renaming: true) }
+
+    /// The canonical form without renaming identifiers: what the version hash reads.
+    var hashDescription: String { describe(renaming: false) }
+
+    private func describe(renaming: Bool) -> String {
+        let props = ownProperties.map { $0.describe(renaming: renaming) }.sorted().joined(separator: "; ")
+        return "entity \(name)\(inheritanceDescription(renaming: renaming)) { \(props) }\(uniquenessDescription)"
     }
 
     /// The canonical form with the properties in their order, which is the order a store
     /// keeps a row's values in (see `NSManagedObjectModel.layoutHash`).
     var layoutDescription: String {
-        let props = properties.map(\.canonicalDescription).joined(separator: "; ")
-        return "entity \(name)\(inheritanceDescription) { \(props) }\(uniquenessDescription)"
+        let props = properties.map(\.hashDescription).joined(separator: "; ")
+        return "entity \(name)\(inheritanceDescription(renaming: false)) { \(props) }\(uniquenessDescription)"
     }
 
-    /// The super-entity, abstract flag, renaming identifier and version hash modifier in the
-    /// canonical form: empty when none is set, so that models without them keep the hashes
-    /// (and stores) they had.
-    var inheritanceDescription: String {
+    /// The super-entity, abstract flag, renaming identifier (when `renaming`) and version
+    /// hash modifier in the canonical form: empty when none is set, so that models without
+    /// them keep the hashes (and stores) they had.
+    func inheritanceDescription(renaming: Bool) -> String {
         var s = ""
         if let superentity { s += " : \(superentity.name)" }
         if isAbstract { s += " abstract" }
-        if let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
+        if renaming, let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
         if let versionHashModifier { s += " hashModifier=\(versionHashModifier)" }
         return s
     }

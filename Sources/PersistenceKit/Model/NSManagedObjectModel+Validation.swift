@@ -72,9 +72,16 @@ extension NSManagedObjectModel {
             throw ModelError(
                 .unsupportedType(a.attributeType), entity: entity.name, property: a.name,
                 "attribute type '\(a.attributeType)' is not supported; use one of Integer 16/32/64, Double, Float, "
-                    + "Boolean, String, Date, Binary Data, UUID, URI or Decimal.")
+                    + "Boolean, String, Date, Binary Data, UUID, URI, Decimal or Transformable.")
+        }
+        if a.attributeType == .transformableAttributeType && a.valueTransformerName == nil {
+            throw ModelError(
+                .unsupportedType(a.attributeType), entity: entity.name, property: a.name,
+                "a transformable attribute needs a valueTransformerName naming a ValueTransformer registered with "
+                    + "ValueTransformer.setValueTransformer(_:forName:) (there is no default transformer).")
         }
         if let c = a as? NSCompositeAttributeDescription { try c.validateElements(in: entity) }
+        if let d = a as? NSDerivedAttributeDescription { try d.resolveDerivation(in: entity) }
         a.resolveDefault()
         if a.defaultStoreValue == nil {
             throw ModelError(

@@ -64,6 +64,8 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
     /// `sealLock`, before `isSealed` becomes true).
     private(set) var sealError: ModelError?
     private var entitiesByIndex: [NSEntityDescription] = []
+    /// Whether any entity has a derived attribute (sealed models only): saves compute them.
+    private(set) var hasDerivedAttributes = false
     private var entitiesByClass: [ObjectIdentifier: NSEntityDescription] = [:]
     private var entitiesByNameTable: [String: NSEntityDescription] = [:]
     /// The version hash, computed once when the model is sealed (written under `sealLock`
@@ -119,6 +121,19 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
                 e.managedObjectModel = self
                 e.seal(index: Int32(i))
             }
+            // A sum reads attributes of other objects: changes of those reach the summing
+            // object through the summed relationship's inverse.
+            for e in sorted {
+                for (_, d) in e.derivedSlots {
+                    guard case let .sum(ri, _)? = d.derivation, let r = e.properties[ri] as? NSRelationshipDescription,
+                        let inverse = r.inverseRelationship, let destination = r.destinationEntity
+                    else { continue }
+                    for member in destination.selfAndDescendants where !member.derivationSources.contains(inverse.index) {
+                        member.derivationSources.append(inverse.index)
+                    }
+                }
+            }
+            hasDerivedAttributes = sorted.contains { !$0.derivedSlots.isEmpty }
             entitiesByIndex = sorted
             entitiesByNameTable = Dictionary(sorted.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             var byClass: [ObjectIdentifier: NSEntityDescription] = [:]
@@ -127,7 +142,7 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
             }
             entitiesByClass = byClass
             EntityRegistry.register(sorted)
-            sealedVersionHash = Self.hash(of: canonicalDescription)
+            sealedVersionHash = Self.hash(of: hashDescription)
             sealedLayoutHash = Self.hash(of: layoutDescription)
             sealed = true
         }
@@ -150,13 +165,21 @@ public final class NSManagedObjectModel: @unchecked Sendable, Equatable, CustomS
         entities.map(\.canonicalDescription).sorted().joined(separator: "\n")
     }
 
-    /// A 16-byte hash of the model's canonical form. Equal models have equal hashes. The
+    /// The canonical form without renaming identifiers, which Core Data's version hashes
+    /// leave out too: a model that only adds them is the same version.
+    var hashDescription: String {
+        entities.map(\.hashDescription).sorted().joined(separator: "\n")
+    }
+
+    /// A 16-byte hash of the model's canonical form, renaming identifiers left out (as Core
+    /// Data's version hashes leave them out; version hash modifiers count). Equal models have
+    /// equal hashes. The
     /// file store records a related hash of the stored layout (property order included)
     /// and refuses to open with a model whose layout differs; see Differences.md, "Model
     /// version hash". The in-memory store compares nothing.
     public var versionHash: Data {
         if isSealed { return sealedVersionHash }
-        return Self.hash(of: canonicalDescription)
+        return Self.hash(of: hashDescription)
     }
 
     /// A 16-byte hash of the model as stores lay it out: the version hash's content with each

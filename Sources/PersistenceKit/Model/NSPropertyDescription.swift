@@ -48,11 +48,13 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
         didSet { checkMutable() }
     }
 
-    /// The renaming identifier and version hash modifier in the canonical form: empty when
-    /// neither is set, so that models without them keep the hashes (and stores) they had.
-    var versioningDescription: String {
+    /// The renaming identifier (when `renaming`) and version hash modifier in the canonical
+    /// form: empty when neither is set, so that models without them keep the hashes (and
+    /// stores) they had. The hashes leave the renaming identifier out, as Core Data's version
+    /// hashes do: renaming nothing is no new version.
+    func versioningDescription(renaming: Bool) -> String {
         var s = ""
-        if let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
+        if renaming, let renamingIdentifier { s += " renaming=\(renamingIdentifier)" }
         if let versionHashModifier { s += " hashModifier=\(versionHashModifier)" }
         return s
     }
@@ -102,7 +104,15 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
     }
 
     /// A one-line summary used by the model's canonical form and version hash.
-    var canonicalDescription: String { "\(name)\(versioningDescription)" }
+    var canonicalDescription: String { describe(renaming: true) }
+
+    /// The canonical form without the renaming identifier: what the version and layout
+    /// hashes read.
+    var hashDescription: String { describe(renaming: false) }
+
+    /// The canonical form, with or without the renaming identifier (subclasses describe
+    /// their own content here).
+    func describe(renaming: Bool) -> String { "\(name)\(versioningDescription(renaming: renaming))" }
 
     /// A readable summary for logs and messages.
     public var description: String { canonicalDescription }

@@ -68,6 +68,14 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         didSet { checkMutable() }
     }
 
+    /// Whether an object of `entity` may be a destination: `entity` is the destination
+    /// entity or one of its sub-entities. (Identity first: the common case costs one compare.)
+    @inline(__always)
+    func accepts(_ entity: NSEntityDescription) -> Bool {
+        guard let destination = destinationEntity else { return false }
+        return entity === destination || entity.isKindOf(entity: destination)
+    }
+
     /// Whether the relationship holds a set of objects (``maxCount`` is not 1).
     public var isToMany: Bool { maxCount != 1 }
 
@@ -100,13 +108,13 @@ public final class NSRelationshipDescription: NSPropertyDescription, @unchecked 
         self.init(name: "")
     }
 
-    override var canonicalDescription: String {
+    override func describe(renaming: Bool) -> String {
         var s = "rel \(name) -> \(destinationEntity?.name ?? destinationEntityName ?? "?")"
         s += " inverse=\(inverseRelationship?.name ?? inverseName ?? "?")"
         s += " rule=\(deleteRule.rawValue) min=\(minCount) max=\(maxCount)"
         if isOptional { s += " opt" }
         if isTransient { s += " transient" }
         if isOrdered && isToMany { s += " ordered" }
-        return s + versioningDescription
+        return s + versioningDescription(renaming: renaming)
     }
 }

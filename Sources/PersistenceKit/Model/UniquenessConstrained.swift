@@ -23,11 +23,16 @@ public protocol UniquenessConstrained: NSManagedObject {
 
 extension NSManagedObjectModel {
     /// The constraints a class declares: one per `@Attribute(.unique)` of `properties`, then
-    /// those of ``UniquenessConstrained``.
-    static func uniquenessConstraints(of cls: NSManagedObject.Type, properties: [NSPropertyDescription]) -> [[Any]] {
+    /// those of ``UniquenessConstrained``. For the class of a sub-entity
+    /// (`inheritsConstraints`), whose `properties` are its own, the protocol's constraints
+    /// count only when the class adopts it itself (a subclass inherits the conformance).
+    static func uniquenessConstraints(
+        of cls: NSManagedObject.Type, properties: [NSPropertyDescription], inheritsConstraints: Bool = false
+    ) -> [[Any]] {
         var result: [[Any]] = []
         for case let a as NSAttributeDescription in properties where a.isDeclaredUnique { result.append([a.name]) }
-        if let constrained = cls as? any UniquenessConstrained.Type {
+        let adoptsItself = !inheritsConstraints || !(_getSuperclass(cls) is any UniquenessConstrained.Type)
+        if adoptsItself, let constrained = cls as? any UniquenessConstrained.Type {
             for constraint in constrained.uniquenessConstraints { result.append(constraint) }
         }
         return result

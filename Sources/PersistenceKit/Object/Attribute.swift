@@ -39,7 +39,8 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
 
     /// The mark of a new wrapper: records the declaration while a prototype is being made
     /// (see `PropertyDeclarations`), else ``PropertyDeclarations/unmarked`` at the cost of
-    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient, bit 2 unique, bit 3 preserved in history.
+    /// one relaxed load. Option bits: bit 0 indexed, bit 1 transient, bit 2 unique, bit 3 preserved in history,
+    /// bit 4 codable storage, bit 5 transformed storage.
     @inlinable @inline(__always)
     static func mark(declaring defaultValue: Value, optionBits: UInt8) -> UInt8 {
         PropertyDeclarations.isRecording
@@ -102,6 +103,18 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         mark = Self.mark(declaring: Value(nilLiteral: ()), optionBits: Self.bits(options))
     }
 
+    /// Declares an optional attribute stored as `storageMethod` says, as CoreDataEvolution's
+    /// `@Attribute(storageMethod:)`: `.codable` for a ``CodableAttribute`` type,
+    /// `.transformed(name:)` for a ``TransformableAttribute`` one (whose transformer name it
+    /// repeats). As there, such attributes are optional and their only default is `nil`.
+    /// Building the model traps when the value's type does not adopt the protocol the
+    /// storage method needs.
+    @inlinable
+    public init(wrappedValue: Value = nil, storageMethod: AttributeStorageMethod, _ options: AttributeOption...)
+    where Value: ExpressibleByNilLiteral {
+        mark = Self.mark(declaring: Value(nilLiteral: ()), optionBits: Self.bits(options) | Self.bits(storageMethod))
+    }
+
     /// Unavailable: `@Attribute` only works on properties of `NSManagedObject` subclasses.
     @available(*, unavailable, message: "@Attribute can only be used on properties of NSManagedObject subclasses")
     public var wrappedValue: Value {
@@ -144,6 +157,17 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         options.reduce(0) { $0 | bit($1) }
     }
 
+    /// The option bits of a storage method: bit 4 codable, bit 5 transformed (bit 3 is
+    /// "preserved in history").
+    @usableFromInline
+    static func bits(_ method: AttributeStorageMethod) -> UInt8 {
+        switch method {
+        case .default: 0
+        case .codable: 16
+        case .transformed: 32
+        }
+    }
+
     /// The value a required attribute holding `nil` reads as: the model's default value,
     /// else the default its class declared when a model was built from it in this process.
     /// Never instantiates the class. Traps when neither exists (a hand-built model without a
@@ -179,6 +203,21 @@ public struct Attribute<Value: AttributeValue>: ManagedPropertyWrapper {
         a.isTransient = optionBits & 2 != 0
         a.isDeclaredUnique = optionBits & 4 != 0
         a.preservesValueInHistoryOnDeletion = optionBits & 8 != 0
+        a.attributeValueClassName = Value.attributeValueClassName
+        a.valueTransformerName = Value.valueTransformerName
+        a.codableType = Value.codableAttributeType
+        if optionBits & 16 != 0 && Value.codableAttributeType == nil {
+            programmerError(
+                "PersistenceKit: '\(name)' is declared with storageMethod .codable, but \(Value.self) does not adopt "
+                    + "CodableAttribute. Rule: a .codable attribute's type adopts CodableAttribute (one line: "
+                    + "`extension MyType: CodableAttribute {}`).")
+        }
+        if optionBits & 32 != 0 && Value.valueTransformerName == nil {
+            programmerError(
+                "PersistenceKit: '\(name)' is declared with storageMethod .transformed, but \(Value.self) does not adopt "
+                    + "TransformableAttribute. Rule: a .transformed attribute's type adopts TransformableAttribute and names "
+                    + "its transformer.")
+        }
         if !d.isNull { a.defaultValue = a.anyValue(from: d) }
         return a
     }

@@ -273,8 +273,9 @@ extension NSManagedObject {
     /// objects map through `rowFor` (nil → the relationship is written as empty).
     /// The rows of `set`'s objects, in ascending order.
     ///
-    /// The targets of one relationship are rows of one entity (there is no inheritance), so
-    /// their keys are sorted as plain integers: sorting the row IDs themselves, compared as
+    /// The targets of one relationship are nearly always rows of one entity (rows of
+    /// several, when the destination has sub-entities, are sorted as pairs), so their keys
+    /// are sorted as plain integers: sorting the row IDs themselves, compared as
     /// pairs, was a fifth of saving a shelf of 50,000 books that gained one.
     static func sortedRows(of set: Set<NSManagedObject>, rowFor: (NSManagedObject) -> StoreRowID?) -> [StoreRowID] {
         var keys: [Int64] = []
@@ -298,6 +299,9 @@ extension NSManagedObject {
         case let .value(v): return v
         case let .toOne(o): return o.flatMap(rowFor).map(StoreValue.reference) ?? .null
         case let .toMany(set):
+            if entity.properties[i].isOrderedToMany {
+                return .references(orderedToMany(at: i).compactMap(rowFor))
+            }
             if let rows = patchedToManyRows(at: i, count: set.count, rowFor: rowFor) {
                 assert(
                     rows == Self.sortedRows(of: set, rowFor: rowFor),

@@ -31,7 +31,10 @@ extension NSManagedObject {
         if let a = p as? NSAttributeDescription {
             return a.anyValue(from: currentAttributeValue(at: i))
         }
-        if (p as? NSRelationshipDescription)?.isToMany == true { return resolvedToMany(at: i) }
+        if let r = p as? NSRelationshipDescription, r.isToMany {
+            // An ordered relationship reads as Core Data's: an NSOrderedSet.
+            return r.isOrdered ? NSOrderedSet(array: orderedToMany(at: i)) : resolvedToMany(at: i)
+        }
         return resolvedToOne(at: i)
     }
 
@@ -53,7 +56,11 @@ extension NSManagedObject {
         if let a = p as? NSAttributeDescription {
             setAttribute(convert(value, for: a), at: i)
         } else if let r = p as? NSRelationshipDescription, r.isToMany {
-            replaceToMany(with: objectSet(value, for: r), at: i)
+            if r.isOrdered, let ordered = objectList(value) {
+                replaceOrderedToMany(with: ordered, at: i)
+            } else {
+                replaceToMany(with: objectSet(value, for: r), at: i)
+            }
         } else if let r = p as? NSRelationshipDescription {
             setToOne(object(value, for: r), at: i)
         }
@@ -158,8 +165,20 @@ extension NSManagedObject {
         return o
     }
 
+    /// The objects of an ordered value (an array or an NSOrderedSet), in order; nil for
+    /// anything else.
+    private func objectList(_ value: Any?) -> [NSManagedObject]? {
+        if let array = value as? [NSManagedObject] { return array }
+        if let ordered = value as? NSOrderedSet {
+            let objects = ordered.array.compactMap { $0 as? NSManagedObject }
+            return objects.count == ordered.count ? objects : nil
+        }
+        return nil
+    }
+
     private func objectSet(_ value: Any?, for r: NSRelationshipDescription) -> Set<NSManagedObject> {
         guard let value, !(value is NSNull) else { return [] }
+        if let ordered = value as? NSOrderedSet, let objects = objectList(ordered) { return Set(objects) }
         if let set = value as? Set<NSManagedObject> { return set }
         if let array = value as? [NSManagedObject] { return Set(array) }
         programmerError(
@@ -210,7 +229,7 @@ extension NSManagedObject {
     }
 
     private func checkDestination(_ target: NSManagedObject, of r: NSRelationshipDescription) {
-        guard target.entity === r.destinationEntity else {
+        guard r.accepts(target.entity) else {
             programmerError(
                 "PersistenceKit: wrong value type for relationship '\(entity.name).\(r.name)' (object \(objectID)): got an "
                     + "object of entity '\(target.entity.name)', expected '\(r.destinationEntity?.name ?? "?")'.")
@@ -254,6 +273,16 @@ extension NSManagedObject {
             guard let row = o.rowID else { return true }
             return committed != .reference(row)
         case let .toMany(set):
+            if entity.properties[i].isOrderedToMany {
+                // Order counts: a move alone is a change.
+                var rows: [StoreRowID] = []
+                for o in orderedToMany(at: i) {
+                    guard let row = o.rowID else { return true }
+                    rows.append(row)
+                }
+                if case let .references(old) = committed { return rows != old }
+                return !rows.isEmpty
+            }
             var rows: [StoreRowID] = []
             rows.reserveCapacity(set.count)
             for o in set {

@@ -33,7 +33,7 @@ extension NSManagedObject {
         let r = relationship(at: i)
         func id(_ row: StoreRowID) -> NSManagedObjectID? {
             guard let destination = r.destinationEntity, let store = objectID.persistentStoreIdentifier else { return nil }
-            return NSManagedObjectID(entity: destination, row: row, store: store)
+            return NSManagedObjectID(entity: destination.forRow(row), row: row, store: store)
         }
         switch slots[i] {
         case let .unresolvedToMany(rows): return rows.compactMap(id)

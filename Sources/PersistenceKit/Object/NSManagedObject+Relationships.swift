@@ -44,7 +44,10 @@ extension NSManagedObject {
             let r = relationship(at: i)
             let set: Set<NSManagedObject>
             if let context = managedObjectContext, let destination = r.destinationEntity {
-                set = Set(context.objects(forRows: rows, entity: destination))
+                let objects = context.objects(forRows: rows, entity: destination)
+                // An ordered relationship's rows are stored in its order.
+                if r.isOrdered { setToManyOrder(objects.map(ObjectIdentifier.init), at: i) }
+                set = Set(objects)
             } else {
                 set = []
             }
@@ -91,6 +94,7 @@ extension NSManagedObject {
         storedSlots[i] = .toMany([])  // drop the slot's reference so the insert does not copy the set
         let isNew = set.insert(target).inserted
         storedSlots[i] = .toMany(set)
+        if isNew && relationship(at: i).isOrdered { toManyOrders?[i]?.append(ObjectIdentifier(target)) }
         if isNew { recordToManyEdit(target, at: i, added: true) }
         if isNew && recordsUndo { recordToManyForUndo(target, at: i, added: true) }
         markChanged()
@@ -254,7 +258,7 @@ extension NSManagedObject {
 
     private func checkTarget(_ target: NSManagedObject?, of r: NSRelationshipDescription) {
         guard let target else { return }
-        guard target.entity === r.destinationEntity else {
+        guard r.accepts(target.entity) else {
             programmerError(
                 "PersistenceKit: cannot set '\(entity.name).\(r.name)' to \(target.objectID): the relationship's "
                     + "destination is '\(r.destinationEntity?.name ?? "?")', not '\(target.entity.name)'.")

@@ -36,7 +36,7 @@ extension NSManagedObject {
             } else {
                 objects = (value as? NSManagedObject).map { [$0] }
             }
-            guard let objects, objects.allSatisfy({ $0.entity === r.destinationEntity }) else {
+            guard let objects, objects.allSatisfy({ r.accepts($0.entity) }) else {
                 throw CoreDataError(
                     .managedObjectValidation, objectID: objectID, key: key,
                     "'\(entity.name).\(key)' expects \(r.isToMany ? "a set of" : "an") '\(r.destinationEntity?.name ?? "?")' "

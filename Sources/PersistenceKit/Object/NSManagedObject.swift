@@ -402,6 +402,12 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// object in an instrumented context (see `NSManagedObject+Observation.swift`); `nil` for
     /// every other object. Guarded by the context's queue.
     @exclusivity(unchecked) final var observationRegistrar: ObservationRegistrar?
+    /// The order of each ordered to-many relationship that has one, by slot: the targets'
+    /// identities, first to last (see `NSManagedObject+OrderedToMany.swift`); `nil` for every
+    /// object without ordered relationships. Identities, not references: the slot's set holds
+    /// the targets, and a second strong list would need clearing everywhere a slot is.
+    /// Guarded by the context's queue.
+    @exclusivity(unchecked) final var toManyOrders: [Int: [ObjectIdentifier]]?
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).

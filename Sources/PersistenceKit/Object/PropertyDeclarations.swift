@@ -5,8 +5,8 @@ import Synchronization
 @usableFromInline
 enum PropertyDeclaration: Sendable {
     /// `@Attribute`: its initial value (the model's default) and options (bit 0 indexed,
-    /// bit 1 transient, bit 2 unique, bit 3
-    /// preserved in history).
+    /// bit 1 transient, bit 2 unique, bit 3 preserved in history, bit 4 codable storage,
+    /// bit 5 transformed storage).
     case attribute(defaultValue: StoreValue, optionBits: UInt8)
     /// `@Relationship`: its arguments, `maxCount` already 1 for a to-one relationship.
     case relationship(inverse: String, deleteRule: NSDeleteRule, isOptional: Bool, minCount: Int, maxCount: Int)
@@ -132,28 +132,31 @@ enum PropertyDeclarations {
     }
 
     /// The wrappers of `object`'s class and superclasses, outermost class first, in
-    /// declaration order, with their property names.
-    private static func wrappers(of object: NSManagedObject) -> [(name: String, wrapper: any ManagedPropertyWrapper)] {
+    /// declaration order, with their property names and the class that declares each.
+    private static func wrappers(of object: NSManagedObject)
+        -> [(name: String, wrapper: any ManagedPropertyWrapper, declaringClass: ObjectIdentifier)]
+    {
         var mirrors: [Mirror] = []
         var next: Mirror? = Mirror(reflecting: object)
         while let m = next {
             mirrors.append(m)
             next = m.superclassMirror
         }
-        var result: [(name: String, wrapper: any ManagedPropertyWrapper)] = []
+        var result: [(name: String, wrapper: any ManagedPropertyWrapper, declaringClass: ObjectIdentifier)] = []
         for m in mirrors.reversed() {
+            let declaringClass = ObjectIdentifier(m.subjectType)
             for child in m.children {
                 guard let wrapper = child.value as? any ManagedPropertyWrapper, let label = child.label, label.hasPrefix("_")
                 else { continue }
-                result.append((String(label.dropFirst()), wrapper))
+                result.append((String(label.dropFirst()), wrapper, declaringClass))
             }
         }
         return result
     }
 
     /// The declared wrappers of `cls` and its superclasses, outermost class first, in
-    /// declaration order: each wrapper's property name and declaration. Keeps the result for
-    /// ``recordedDeclarations(of:)``.
+    /// declaration order: each wrapper's property name, declaration and declaring class.
+    /// Keeps the result for ``recordedDeclarations(of:)``.
     ///
     /// Instantiates `cls` with a blank entity and no context (once, or once per ``window``
     /// of wrappers), as the model builder always has. Traps when a wrapper's declaration
@@ -161,7 +164,7 @@ enum PropertyDeclarations {
     /// while the prototype was built (one copied from elsewhere), or an initializer that
     /// makes a different number of wrappers each time it runs.
     static func declaredProperties(of cls: NSManagedObject.Type)
-        -> [(name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration)]
+        -> [(name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration, declaringClass: ObjectIdentifier)]
     {
         var pass = recordPrototype(of: cls, from: 0)
         let initializers = pass.initializers
@@ -193,14 +196,15 @@ enum PropertyDeclarations {
                     + "\(pass.initializers) the next time. Rule: a class with more than \(window) @Attribute/@Relationship "
                     + "properties must make the same wrappers every time it is initialized (no wrappers made lazily).")
         }
-        let result = found.indices.map { i -> (name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration) in
+        let result = found.indices.map {
+            i -> (name: String, wrapper: any ManagedPropertyWrapper, declaration: PropertyDeclaration, declaringClass: ObjectIdentifier) in
             guard let declaration = declarations[i] else {
                 programmerError(
                     "PersistenceKit: the wrapper of \(cls).\(found[i].name) recorded no declaration while \(cls) was "
                         + "built: it was not made by its own property's initial value (copied from elsewhere?). Rule: "
                         + "declare each @Attribute/@Relationship with its own initial value or arguments.")
             }
-            return (found[i].name, found[i].wrapper, declaration)
+            return (found[i].name, found[i].wrapper, declaration, found[i].declaringClass)
         }
         var byName: [String: PropertyDeclaration] = [:]
         for p in result { byName[p.name] = p.declaration }

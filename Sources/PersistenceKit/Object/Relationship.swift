@@ -11,7 +11,9 @@ import Foundation
 /// }
 /// ```
 ///
-/// `Destination?` declares a to-one relationship, `Set<Destination>` a to-many one. The
+/// `Destination?` declares a to-one relationship, `Set<Destination>` a to-many one, and
+/// `[Destination]` an ordered to-many one (``NSRelationshipDescription/isOrdered``; its
+/// projected value adds `insert(_:at:)`, `move(fromOffsets:toOffset:)` and `remove(at:)`). The
 /// inverse is named by its property name on the destination class; inverses are kept on
 /// both sides automatically. Use the projected value (`$books`) to add and remove single
 /// objects without copying the set.
@@ -105,6 +107,7 @@ public struct Relationship<Value: RelationshipValue>: ManagedPropertyWrapper {
         r.minCount = minCount
         r.maxCount = maxCount
         r.declaredAsSet = Value.isToMany
+        r.isOrdered = Value.isOrdered
         return r
     }
 }

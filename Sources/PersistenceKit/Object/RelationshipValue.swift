@@ -1,16 +1,24 @@
 import Foundation
 
 /// A Swift type that can be the value of a `@Relationship` property: `Destination?` for a
-/// to-one relationship, `Set<Destination>` for a to-many relationship.
+/// to-one relationship, `Set<Destination>` for a to-many relationship, `[Destination]` for an
+/// ordered to-many relationship.
 public protocol RelationshipValue {
     /// The class of the objects at the other end.
     associatedtype Destination: NSManagedObject
     /// Whether the relationship is to-many.
     static var isToMany: Bool { get }
+    /// Whether the relationship keeps its objects in order (an array); `false` by default.
+    static var isOrdered: Bool { get }
     /// Reads the relationship at `slot` of `object`.
     static func read(from object: NSManagedObject, slot: Int) -> Self
     /// Writes the relationship at `slot` of `object`, keeping inverses.
     func write(to object: NSManagedObject, slot: Int)
+}
+
+extension RelationshipValue {
+    /// Unordered, unless the type says otherwise.
+    public static var isOrdered: Bool { false }
 }
 
 extension Optional: RelationshipValue where Wrapped: NSManagedObject {

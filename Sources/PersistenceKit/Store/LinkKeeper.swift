@@ -34,6 +34,9 @@ struct LinkKeeper: Sendable {
         var isOwnInverse: Bool
         /// The destination entity's index.
         var destination: Int32
+        /// Whether the relationship keeps its rows in an order (an ordered to-many): its
+        /// value is stored in the order written, never sorted, and is never derived.
+        var isOrdered: Bool = false
     }
 
     /// Stored relationships with an inverse, by entity index (an array: `apply` looks up
@@ -49,13 +52,15 @@ struct LinkKeeper: Sendable {
                 if r.isToMany != inverse.isToMany {
                     owns = !r.isToMany
                 } else {
-                    owns = (e.name, r.name) <= (destination.name, inverse.name)
+                    // By the entities that declare the two ends: every entity of a family
+                    // inherits a relationship and must agree on which end owns it.
+                    owns = (r.entity?.name ?? e.name, r.name) <= (inverse.entity?.name ?? destination.name, inverse.name)
                 }
                 ends[e.index, default: []].append(
                     End(
                         property: r.index, isToMany: r.isToMany, inverseProperty: inverse.index, owns: owns,
                         keepsInverseOnDelete: r.deleteRule == .noActionDeleteRule, isOwnInverse: inverse === r,
-                        destination: destination.index))
+                        destination: destination.index, isOrdered: r.isOrdered && r.isToMany))
             }
         }
         let count = Int(model.entities.map(\.index).max() ?? -1) + 1
@@ -223,10 +228,15 @@ struct LinkKeeper: Sendable {
                 if end.owns {
                     // Only a deletion patches an owning end (the row links to a deleted row).
                     guard let patch else { continue }
-                    Self.set(&row, end, Self.patched(row.value(at: end.property), patch, toMany: end.isToMany))
+                    Self.set(&row, end, Self.patched(row.value(at: end.property), patch, end))
                 } else {
                     let base = isUpdate ? try storedRow(row.id)?.value(at: end.property) ?? .null : .null
-                    Self.set(&row, end, Self.patched(base, patch ?? Patch(), toMany: end.isToMany))
+                    var settled = Self.patched(base, patch ?? Patch(), end)
+                    // An ordered end's rows are the owning ends' to decide, its order the
+                    // writer's: the rows as settled, in the order written, then any the
+                    // writer did not list.
+                    if end.isOrdered { settled = Self.ordered(settled, like: row.value(at: end.property)) }
+                    Self.set(&row, end, settled)
                 }
             }
         }
@@ -261,7 +271,7 @@ struct LinkKeeper: Sendable {
                 continue
             }
             let old = row.value(at: end.property)
-            let new = Self.patched(old, patch, toMany: end.isToMany)
+            let new = Self.patched(old, patch, end)
             if new == old { continue }
             Self.set(&row, end, new)
             extra[id] = row
@@ -271,7 +281,7 @@ struct LinkKeeper: Sendable {
                 guard let links = toNowhere[row.id], let entityEnds = ends(row.id.entity) else { return }
                 for (property, target) in links {
                     guard let end = entityEnds.first(where: { $0.property == property }) else { continue }
-                    Self.set(&row, end, Self.patched(row.value(at: property), Patch(removes: [target]), toMany: end.isToMany))
+                    Self.set(&row, end, Self.patched(row.value(at: property), Patch(removes: [target]), end))
                 }
             }
             for i in transaction.inserts.indices { unlink(&transaction.inserts[i]) }
@@ -291,8 +301,23 @@ struct LinkKeeper: Sendable {
 
     /// `value` with `patch` applied: a to-many keeps its rows sorted (as contexts write
     /// them; see SortedRows.swift); a to-one takes an added row, or lets go of a removed one.
-    private static func patched(_ value: StoreValue, _ patch: Patch, toMany: Bool) -> StoreValue {
-        if toMany {
+    private static func patched(_ value: StoreValue, _ patch: Patch, _ end: End) -> StoreValue {
+        if end.isOrdered {
+            // Kept in order: removed rows leave, added ones go last.
+            var rows: [StoreRowID]
+            switch value {
+            case let .references(r): rows = r
+            case let .reference(r): rows = [r]
+            default: rows = []
+            }
+            if patch.adds.isEmpty && patch.removes.isEmpty { return .references(rows) }
+            let removes = Set(patch.removes)
+            rows.removeAll { removes.contains($0) }
+            var present = Set(rows)
+            for row in patch.adds where present.insert(row).inserted { rows.append(row) }
+            return .references(rows)
+        }
+        if end.isToMany {
             var rows: [StoreRowID]
             switch value {
             case let .references(r): rows = r
@@ -307,6 +332,18 @@ struct LinkKeeper: Sendable {
         if let added = patch.adds.max() { return .reference(added) }  // several: one wins, the same each time
         if case let .reference(row) = value, patch.removes.contains(row) { return .null }
         return value
+    }
+
+    /// The rows of `settled` in the order `written` lists them, then those it does not list
+    /// in their order in `settled`.
+    private static func ordered(_ settled: StoreValue, like written: StoreValue) -> StoreValue {
+        guard case let .references(rows) = settled, case let .references(order) = written, order != rows else { return settled }
+        var remaining = Set(rows)
+        var result: [StoreRowID] = []
+        result.reserveCapacity(rows.count)
+        for row in order where remaining.remove(row) != nil { result.append(row) }
+        for row in rows where remaining.contains(row) { result.append(row) }
+        return .references(result)
     }
 
     private static func set(_ row: inout StoreRow, _ end: End, _ value: StoreValue) {

@@ -60,6 +60,18 @@ struct ModelDeclarationTests {
         #expect(renamed != Self.shapes())
     }
 
+    @Test func versionHashesCountModifiersButNotRenamingIdentifiers() {
+        let plain = Self.shapes()
+        let renamed = Self.shapes(circleRenamedFrom: "size")
+        renamed.entitiesByName["Canvas"]?.renamingIdentifier = "Board"
+        #expect(renamed.versionHash == plain.versionHash)
+        #expect(renamed.layoutHash == plain.layoutHash)
+        let modified = Self.shapes()
+        modified.entitiesByName["Circle"]?.propertiesByName["radius"]?.versionHashModifier = "cm"
+        #expect(modified.versionHash != plain.versionHash)
+        #expect(modified.layoutHash != plain.layoutHash)
+    }
+
     @Test func modelsWithoutTheNewDeclarationsKeepTheirHash() {
         let plain = NSEntityDescription(name: "Plain", properties: [NSAttributeDescription(name: "n", type: .integer64AttributeType)])
         let model = NSManagedObjectModel(entities: [plain])
@@ -102,5 +114,41 @@ struct ModelDeclarationTests {
         a.versionHashModifier = "v2"
         #expect(a.renamingIdentifier == "name")
         #expect(a.versionHashModifier == "v2")
+    }
+}
+
+final class MDArticle: NSManagedObject, VersionedEntity {
+    static let renamingIdentifier: String? = "MDPost"
+    static let versionHashModifier: String? = "2"
+    static let renamingIdentifiers = ["headline": "title"]
+    static let versionHashModifiers = ["body": "markdown", "missing": "ignored"]
+    @Attribute var headline: String = ""
+    @Attribute var body: String = ""
+}
+
+@Suite("Versioning identifiers declared by classes")
+struct VersionedEntityTests {
+    @Test func aClassDeclaresRenamingIdentifiersAndHashModifiers() throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [MDArticle.self])
+        let article = try #require(model.entitiesByName["MDArticle"])
+        #expect(article.renamingIdentifier == "MDPost")
+        #expect(article.versionHashModifier == "2")
+        #expect(article.propertiesByName["headline"]?.renamingIdentifier == "title")
+        #expect(article.propertiesByName["headline"]?.versionHashModifier == nil)
+        #expect(article.propertiesByName["body"]?.versionHashModifier == "markdown")
+
+        // The same model built by hand is equal.
+        let headline = NSAttributeDescription(name: "headline", type: .stringAttributeType)
+        headline.isOptional = false
+        headline.defaultValue = ""
+        headline.renamingIdentifier = "title"
+        let body = NSAttributeDescription(name: "body", type: .stringAttributeType)
+        body.isOptional = false
+        body.defaultValue = ""
+        body.versionHashModifier = "markdown"
+        let entity = NSEntityDescription(name: "MDArticle", properties: [headline, body])
+        entity.renamingIdentifier = "MDPost"
+        entity.versionHashModifier = "2"
+        #expect(NSManagedObjectModel(entities: [entity]) == model)
     }
 }

@@ -53,6 +53,9 @@ enum PredicateOperand {
             self = .record(record)
         } else if let set = any as? Set<NSManagedObject> {
             self = .many(set.map { .object($0) })
+        } else if let ordered = any as? NSOrderedSet {
+            // An ordered to-many relationship's value.
+            self = .many(ordered.array.compactMap { ($0 as? NSManagedObject).map(PredicateOperand.object) })
         } else if let constant = PredicateValue(argument: any), case .collection = constant,
             let elements = PredicateValue.elements(of: any)
         {

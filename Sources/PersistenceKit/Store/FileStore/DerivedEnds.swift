@@ -27,8 +27,10 @@ struct DerivedEnds {
         struct End: Sendable {
             /// The entity of the derived end (the shelf's `books`; its column is in `derived`).
             var entity: Int32
-            /// The entity and column of the owning end it follows (the book's `shelf`).
-            var source: Int32
+            /// The entities and column of the owning end it follows (the book's `shelf`): the
+            /// relationship's destination and its sub-entities, which inherit the column, in
+            /// ascending index order.
+            var sources: [Int32]
             var sourceProperty: Int
         }
 
@@ -45,16 +47,21 @@ struct DerivedEnds {
         let sources: [[Column]]
 
         init(model: NSManagedObjectModel, links: LinkKeeper) {
+            func family(_ entity: Int32) -> [Int32] {
+                (model.entity(at: entity)?.selfAndDescendants.map(\.index) ?? [entity]).sorted()
+            }
             var ends: [End] = []
             let count = Int(model.entities.map(\.index).max() ?? -1) + 1
             var derived = [[Column]](repeating: [], count: count)
             var sources = [[Column]](repeating: [], count: count)
             for e in model.entities {
-                for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse {
+                // An ordered end keeps its order in its rows: it is stored, not derived.
+                for end in links.ends(e.index) ?? [] where end.isToMany && !end.owns && !end.isOwnInverse && !end.isOrdered {
                     let k = ends.count
-                    ends.append(End(entity: e.index, source: end.destination, sourceProperty: end.inverseProperty))
+                    let owners = family(end.destination)
+                    ends.append(End(entity: e.index, sources: owners, sourceProperty: end.inverseProperty))
                     derived[Int(e.index)].append(Column(property: end.property, end: k))
-                    sources[Int(end.destination)].append(Column(property: end.inverseProperty, end: k))
+                    for owner in owners { sources[Int(owner)].append(Column(property: end.inverseProperty, end: k)) }
                 }
             }
             self.ends = ends
@@ -116,17 +123,21 @@ struct DerivedEnds {
         var lists = [[Int64: [StoreRowID]]](repeating: [:], count: layout.ends.count)
         try image.withBytes { buf throws(FileStoreError) in
             for (k, end) in layout.ends.enumerated() {
-                guard let table = tables[end.source] else { continue }
-                // Rows come in ascending key order, so every list is built sorted; a row that
-                // names one target twice (the store API accepts such a list) is listed once,
-                // as `follow` lists it (listed twice here, it would read back twice after a
-                // reopen).
-                var cursor = table.rows.makeCursor()
-                while let (pk, ref) = cursor.next() {
-                    guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, path: path) else { continue }
-                    let source = StoreRowID(entity: end.source, primaryKey: pk)
-                    Self.forEachTarget(of: value, in: end.entity) { target in
-                        if lists[k][target]?.last != source { lists[k][target, default: []].append(source) }
+                // Source entities in ascending index order, each table's rows in ascending key
+                // order: the lists come out in ascending row ID order.
+                for sourceEntity in end.sources {
+                    guard let table = tables[sourceEntity] else { continue }
+                    // Rows come in ascending key order, so every list is built sorted; a row that
+                    // names one target twice (the store API accepts such a list) is listed once,
+                    // as `follow` lists it (listed twice here, it would read back twice after a
+                    // reopen).
+                    var cursor = table.rows.makeCursor()
+                    while let (pk, ref) = cursor.next() {
+                        guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, path: path) else { continue }
+                        let source = StoreRowID(entity: sourceEntity, primaryKey: pk)
+                        Self.forEachTarget(of: value, in: end.entity) { target in
+                            if lists[k][target]?.last != source { lists[k][target, default: []].append(source) }
+                        }
                     }
                 }
             }

@@ -18,18 +18,29 @@ extension FileStore {
         let parts: [StorePredicate]
         if case let .and(all) = predicate { parts = all } else { parts = [predicate] }
         for part in parts {
-            guard let (step, inner) = Self.oneStep(part),
-                let end = derivedLayout.ends.firstIndex(where: { $0.source == entity && $0.sourceProperty == step })
-            else { continue }
-            let destination = derivedLayout.ends[end].entity
-            var targets: [Int64] = []
-            try forEachMatch(entity: destination, filter: inner, in: &s) { pk, _, _ throws(FileStoreError) in targets.append(pk) }
-            if !s.derived.isReady { try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path) }
+            guard let (step, inner) = Self.oneStep(part) else { continue }
+            // One end per entity the to-one may lead to: its destination and each sub-entity.
+            let ends = derivedLayout.ends.indices.filter {
+                derivedLayout.ends[$0].sourceProperty == step && derivedLayout.ends[$0].sources.contains(entity)
+            }
+            guard !ends.isEmpty else { continue }
             var keys: [Int64] = []
-            for t in targets {
-                for row in s.derived.lists[end][t] ?? [] { keys.append(row.primaryKey) }
+            for end in ends {
+                let destination = derivedLayout.ends[end].entity
+                var targets: [Int64] = []
+                try forEachMatch(entity: destination, filter: inner, in: &s) { pk, _, _ throws(FileStoreError) in targets.append(pk) }
+                if !s.derived.isReady { try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path) }
+                for t in targets {
+                    // Only this entity's rows: a list holds every source entity's.
+                    for row in s.derived.lists[end][t] ?? [] where row.entity == entity { keys.append(row.primaryKey) }
+                }
             }
             keys.sort()
+            if ends.count > 1 {
+                var unique: [Int64] = []
+                for k in keys where unique.last != k { unique.append(k) }
+                keys = unique
+            }
             return keys
         }
         return nil
