@@ -133,6 +133,15 @@ import Testing
         #expect(location.elements.map(\.name) == ["aisle", "bay"])
         #expect(location.elements.first?.attributeType == .integer16AttributeType)
 
+        let derived = try #require(rack.attributesByName["itemCount"] as? NSDerivedAttributeDescription)
+        #expect(derived.derivationExpression?.keyPath == "items.@count")
+        let tagline = try #require(rack.attributesByName["tagline"])
+        #expect(tagline.attributeType == .transformableAttributeType)
+        #expect(tagline.valueTransformerName == "NSSecureUnarchiveFromData")
+        #expect(tagline.attributeValueClassName == "NSString")
+        #expect(ModelFileBuilder.derivation("sum:(items.price)").function == "sum:")
+        #expect(ModelFileBuilder.derivation("sum:(items.price)").arguments?.first?.keyPath == "items.price")
+
         let items = try #require(rack.relationshipsByName["items"])
         #expect(items.isToMany && items.isOrdered)
         #expect(items.maxCount == 50)
@@ -143,6 +152,38 @@ import Testing
         #expect(!shelf.isToMany && shelf.isOptional)
         #expect(shelf.destinationEntity === rack)
         try model.validate()
+    }
+
+    @Test func aModelFileWithInheritanceOrderAndConstraintsRoundTripsData() throws {
+        let url = try Self.fixture("Catalog.xcdatamodel")
+        let model = try NSManagedObjectModel(modelFileAt: url)
+        let folder = try TemporaryFolder()
+        let container = try FSSupport.container(at: folder.storeURL, model: model)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let rack = NSManagedObject(entity: try #require(model.entitiesByName["Rack"]), insertInto: context)
+            rack.setValue("front", forKey: "label")
+            let novel = NSManagedObject(entity: try #require(model.entitiesByName["Novel"]), insertInto: context)
+            novel.setValue("N-1", forKey: "code")
+            novel.setValue("Dune", forKey: "title")
+            let magazine = NSManagedObject(entity: try #require(model.entitiesByName["Magazine"]), insertInto: context)
+            magazine.setValue("M-1", forKey: "code")
+            rack.setValue(NSOrderedSet(array: [magazine, novel]), forKey: "items")
+            try context.save()
+        }
+        try FSSupport.close(container)
+
+        let reopened = try FSSupport.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: url))
+        let reader = reopened.newBackgroundContext()
+        try reader.performAndWait {
+            let items = try reader.fetch(NSFetchRequest<NSManagedObject>(entityName: "Item"))
+            #expect(Set(items.map(\.entity.name)) == ["Novel", "Magazine"], "a fetch of the parent returns sub-entity objects")
+            let rack = try #require(try reader.fetch(NSFetchRequest<NSManagedObject>(entityName: "Rack")).first)
+            let ordered = try #require(rack.value(forKey: "items") as? NSOrderedSet)
+            #expect(ordered.array.compactMap { ($0 as? NSManagedObject)?.value(forKey: "code") as? String } == ["M-1", "N-1"])
+            #expect(rack.value(forKey: "itemCount") as? Int64 == 2, "the derived count is kept at save")
+        }
+        try FSSupport.close(reopened)
     }
 
     // MARK: Typed errors

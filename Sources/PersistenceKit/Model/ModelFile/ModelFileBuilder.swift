@@ -102,8 +102,16 @@ struct ModelFileBuilder {
                 parts.append(try makeAttribute(part, entity: entity, composites: [:]))
             }
             attribute = NSCompositeAttributeDescription(name: name, elements: parts)
+        } else if element.flag("derived"), let expression = element.attributes["derivationExpression"] {
+            let derived = NSDerivedAttributeDescription(name: name, type: type)
+            derived.derivationExpression = Self.derivation(expression)
+            attribute = derived
         } else {
             attribute = NSAttributeDescription(name: name, type: type)
+        }
+        if type == .transformableAttributeType {
+            attribute.valueTransformerName = element.attributes["valueTransformerName"]
+            attribute.attributeValueClassName = element.attributes["customClassName"]
         }
         attribute.isOptional = element.flag("optional")
         attribute.isTransient = element.flag("transient")
@@ -117,6 +125,19 @@ struct ModelFileBuilder {
             attribute.defaultValue = value
         }
         return attribute
+    }
+
+    /// A derivation as Xcode writes it: a key path (`books.@count`, `books.@sum.pages`) or a
+    /// function over one (`count:(books)`, `sum:(books.pages)`). What it may say is checked
+    /// with the model, as for a model built in code.
+    static func derivation(_ text: String) -> FetchExpression {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let open = trimmed.firstIndex(of: "("), trimmed.hasSuffix(")"), trimmed[..<open].hasSuffix(":") {
+            let function = String(trimmed[..<open])
+            let argument = trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)]
+            return FetchExpression(forFunction: function, arguments: [FetchExpression(forKeyPath: String(argument))])
+        }
+        return FetchExpression(forKeyPath: trimmed)
     }
 
     /// Xcode's names of the attribute types.
