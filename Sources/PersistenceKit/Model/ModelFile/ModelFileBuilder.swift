@@ -255,7 +255,7 @@ struct ModelFileBuilder {
         if !constraints.isEmpty { entity.uniquenessConstraints = constraints }
     }
 
-    // MARK: Helpers
+    // MARK: Building blocks
 
     /// Xcode writes a renaming identifier as `elementID` (older files: `renamingIdentifier`).
     private static func renamingIdentifier(of element: ModelFileElement) -> String? {
