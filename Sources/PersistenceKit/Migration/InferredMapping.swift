@@ -63,13 +63,15 @@ struct InferredMapping {
     /// Whether a store of `source` needs no rewrite to be read with `destination`.
     var isIdentity: Bool { source.layoutHash == destination.layoutHash }
 
-    /// Whether every row of `source` is already a row of `destination`, ended early: the same
-    /// entities (by name, so the same indexes), each keeping its properties in place as they
-    /// were stored (name, kind, type, optionality, destination) and only appending optional
-    /// attributes without a default value, which old rows read as nil; no uniqueness
-    /// constraint changed (a new one would have to be checked against the stored rows).
+    /// Whether every row of `source` is already a row of `destination`, ended early: every
+    /// entity kept under its name and index (new entities are allowed when their names sort
+    /// after every old one, so that no stored entity index moves), each keeping its
+    /// properties in place as they were stored (name, kind, type, optionality, destination)
+    /// and only appending optional attributes without a default value, which old rows read
+    /// as nil; no uniqueness constraint changed (a new one would have to be checked against
+    /// the stored rows).
     var isAppendOnly: Bool {
-        guard source.entities.count == destination.entities.count, entities.count == destination.entities.count else { return false }
+        guard entities.count == source.entities.count else { return false }
         for map in entities {
             let (s, d) = (map.source, map.destination)
             guard s.name == d.name, s.index == d.index, d.properties.count >= s.properties.count,

@@ -79,6 +79,22 @@ import Testing
         try FSSupport.close(reopened)
     }
 
+    @Test func aNewEntityThatSortsLastKeepsTheFile() throws {
+        let folder = try TemporaryFolder()
+        let later = Self.v1 + #"<entity name="Tag"><attribute name="label" optional="YES" attributeType="String"/></entity>"#
+        let earlier = Self.v1 + #"<entity name="Author"><attribute name="name" optional="YES" attributeType="String"/></entity>"#
+        for (entities, keepsFile) in [(later, true), (earlier, false)] {
+            try? FileStore.destroy(at: folder.storeURL)
+            let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v1), ("V2", entities)], current: "V2")
+            try Self.seed(folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel")))
+            let before = try Self.inode(folder.storeURL)
+            let container = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+            #expect((try Self.inode(folder.storeURL) == before) == keepsFile, "a new entity sorting \(keepsFile ? "after" : "before") the old ones")
+            #expect(try Self.notes(container, "pages").count == 3)
+            try FSSupport.close(container)
+        }
+    }
+
     @Test func anAddedAttributeWithADefaultIsRewritten() throws {
         let folder = try TemporaryFolder()
         let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v1), ("V2", Self.withDefault)], current: "V2")
