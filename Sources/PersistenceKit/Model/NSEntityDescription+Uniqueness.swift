@@ -16,9 +16,18 @@ extension NSEntityDescription {
 
     /// The property indexes of the constraints whose elements all name persistent
     /// attributes, each constraint's indexes in ascending order, repeats removed.
+    ///
+    /// The super-entities' constraints apply too, as in Core Data (their attributes are
+    /// inherited at the same indexes): each is checked among the objects of this entity.
     func resolvedUniquenessConstraints(byName: [String: Int]) -> [[Int]] {
         var result: [[Int]] = []
-        for names in uniquenessConstraintNames where !names.isEmpty {
+        var all = uniquenessConstraintNames
+        var ancestor = superentity
+        while let a = ancestor {
+            all += a.uniquenessConstraintNames
+            ancestor = a.superentity
+        }
+        for names in all where !names.isEmpty {
             var columns: [Int] = []
             for name in names {
                 guard let name, let i = byName[name], let a = properties[i] as? NSAttributeDescription, !a.isTransient else {
