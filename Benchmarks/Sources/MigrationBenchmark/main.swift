@@ -18,6 +18,7 @@ import BenchmarkSupport
 import Foundation
 import PersistenceKit
 import SQLiteBaseline
+import Synchronization
 
 struct Figures: Codable {
     var openUnchanged = 0.0
@@ -67,18 +68,17 @@ func bundle(in folder: URL, current: String) throws -> URL {
     return bundle
 }
 
-final class ErrorBox: @unchecked Sendable {
-    // @unchecked Sendable: set by the load's completion handler, which runs before
-    // loadPersistentStores returns (the store is added synchronously), read after.
-    var error: (any Error)?
+/// The load's error, written by its completion handler.
+final class ErrorBox: Sendable {
+    let error = Mutex<(any Error)?>(nil)
 }
 
 func load(_ url: URL, model: NSManagedObjectModel) throws -> NSPersistentContainer {
     let container = NSPersistentContainer(name: "Items", managedObjectModel: model)
     container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
     let box = ErrorBox()
-    container.loadPersistentStores { _, error in box.error = error }
-    if let error = box.error { throw error }
+    container.loadPersistentStores { _, error in box.error.withLock { $0 = error } }
+    if let error = box.error.withLock({ $0 }) { throw error }
     return container
 }
 

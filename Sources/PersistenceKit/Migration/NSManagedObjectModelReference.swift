@@ -4,11 +4,8 @@ import Foundation
 /// or an Xcode model file, with the version checksum it must have.
 ///
 /// # Thread safety
-/// Immutable after creation; its model is sealed when a migration uses it.
-public final class NSManagedObjectModelReference: @unchecked Sendable {
-    // @unchecked Sendable: both stored properties are `let`s; the model is itself safe to
-    // share once sealed, which a migration does before reading it.
-
+/// Immutable; its model is sealed when a migration uses it.
+public final class NSManagedObjectModelReference: Sendable {
     /// The model this reference resolves to.
     public let resolvedModel: NSManagedObjectModel
     /// The checksum the model had when the reference was made (its ``NSManagedObjectModel/versionChecksum``).

@@ -3,14 +3,20 @@ import Foundation
 /// One step of a staged migration (``NSStagedMigrationManager``), as Core Data's.
 ///
 /// # Thread safety
-/// Build stages on one thread before handing the manager to a container; a migration runs
-/// them on the thread that loads the store.
+/// Properties may be read and set from any thread (they are behind locks); a migration runs
+/// the stages, and their handlers, on the thread that loads the store.
 public class NSMigrationStage: @unchecked Sendable {
-    // @unchecked Sendable: configured before the manager is given to a container, then only
-    // read by the one load that runs the migration.
+    // @unchecked Sendable (a non-final class cannot be checked): its one mutable property is
+    // behind `labelLock`, and the subclasses add only `let`s of Sendable types and state
+    // behind locks of their own.
+
+    private let labelLock = Lock<String?>(nil)
 
     /// A label for logs and messages.
-    public var label: String?
+    public var label: String? {
+        get { labelLock.withLock { $0 } }
+        set { labelLock.withLock { $0 = newValue } }
+    }
 
     init() {}
 
@@ -26,7 +32,7 @@ public class NSMigrationStage: @unchecked Sendable {
 /// from, and the current model. A checksum none of them has makes the migration throw
 /// ``MigrationError/Kind/invalidStages(_:)``.
 public final class NSLightweightMigrationStage: NSMigrationStage, @unchecked Sendable {
-    // @unchecked Sendable: as NSMigrationStage.
+    // @unchecked Sendable: NSMigrationStage's proof; this class adds one `let` of strings.
 
     /// The checksums of the model versions, oldest first.
     public let versionChecksums: [String]
@@ -42,17 +48,28 @@ public final class NSLightweightMigrationStage: NSMigrationStage, @unchecked Sen
 /// ``didMigrateHandler`` once it is at the new one; each can read and save through
 /// `manager.container` (a container loaded with that version's model).
 public final class NSCustomMigrationStage: NSMigrationStage, @unchecked Sendable {
-    // @unchecked Sendable: as NSMigrationStage.
+    // @unchecked Sendable: NSMigrationStage's proof; this class adds two `let`s of Sendable
+    // references and the handlers, which are read and written only under `handlers`' lock.
+    // A handler itself runs on the thread that loads the store, outside the lock.
+
+    private typealias Handler = (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void
+    private let handlers = Lock<(will: Handler?, did: Handler?)>((nil, nil))
 
     /// The model version the stage starts from.
     public let currentModel: NSManagedObjectModelReference
     /// The model version the stage ends at.
     public let nextModel: NSManagedObjectModelReference
     /// Runs before the rows are migrated, with `manager.container` on the old version.
-    public var willMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)?
+    public var willMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
+        get { handlers.withLock { $0.will } }
+        set { handlers.withLock { $0.will = newValue } }
+    }
     /// Runs after the rows are migrated, with `manager.container` on the new version (fill a
     /// new attribute here).
-    public var didMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)?
+    public var didMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
+        get { handlers.withLock { $0.did } }
+        set { handlers.withLock { $0.did = newValue } }
+    }
 
     /// A stage from `currentModel` to `nextModel`.
     public init(migratingFrom currentModel: NSManagedObjectModelReference, to nextModel: NSManagedObjectModelReference) {
@@ -68,15 +85,17 @@ public final class NSCustomMigrationStage: NSMigrationStage, @unchecked Sendable
 /// the container. The store is moved one version at a time from the version it was written
 /// with to the container's model; each step is all or nothing, so a store interrupted
 /// between steps opens at the last version reached and continues from there.
-public final class NSStagedMigrationManager: @unchecked Sendable {
-    // @unchecked Sendable: `stages` is immutable; `container` is set and read only by the
-    // thread that runs the migration, while a handler runs.
-
+public final class NSStagedMigrationManager: Sendable {
     /// The stages, oldest first.
     public let stages: [NSMigrationStage]
     /// While a custom stage's handler runs: a container loaded with that step's model on the
     /// store being migrated. `nil` otherwise.
-    public internal(set) var container: NSPersistentContainer?
+    public internal(set) var container: NSPersistentContainer? {
+        get { containerLock.withLock { $0 } }
+        set { containerLock.withLock { $0 = newValue } }
+    }
+
+    private let containerLock = Lock<NSPersistentContainer?>(nil)
 
     /// A manager that runs `stages` in order.
     public init(_ stages: [NSMigrationStage]) {

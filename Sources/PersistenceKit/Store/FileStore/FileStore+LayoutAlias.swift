@@ -35,16 +35,8 @@ extension FileStore {
         var bytes = layoutAliasMagic + Array(header.prefix(16)) + Array(current.prefix(16))
         let crc = bytes.withUnsafeBytes { CRC32.checksum($0) }
         withUnsafeBytes(of: crc.littleEndian) { bytes += $0 }
-        let fs = PosixFileSystem()
-        let temporary = path + layoutAliasSuffix + "-new"
-        try io(path, "writing the layout sidecar") {
-            let file = try fs.open(temporary, create: true)
-            defer { file.close() }
-            try file.truncate(to: 0)
-            try file.write(bytes, at: 0)
-            try file.sync()
-            try fs.rename(temporary, to: path + layoutAliasSuffix)
-            try fs.syncDirectory((path as NSString).deletingLastPathComponent)
-        }
+        try writeWhole(
+            bytes, to: path + layoutAliasSuffix, through: path + layoutAliasSuffix + "-new",
+            in: (path as NSString).deletingLastPathComponent, fs: PosixFileSystem(), "writing the layout sidecar")
     }
 }

@@ -148,13 +148,21 @@ extension FileStore {
     private static func createFile(
         path: String, directory: String, model: NSManagedObjectModel, storeID: UUID, fs: any StoreFileSystem
     ) throws(FileStoreError) {
-        let temporary = path + "-new"
         let header = FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash)
-        try io(path, "creating the store") {
+        try writeWhole(header, to: path, through: path + "-new", in: directory, fs: fs, "creating the store")
+    }
+
+    /// Writes `bytes` as the whole file at `path`, all or nothing: into `temporary`, synced,
+    /// renamed over `path`, and the folder synced so that the rename survives a power cut.
+    static func writeWhole(
+        _ bytes: [UInt8], to path: String, through temporary: String, in directory: String, fs: any StoreFileSystem,
+        _ what: String
+    ) throws(FileStoreError) {
+        try io(path, what) {
             let f = try fs.open(temporary, create: true)
             defer { f.close() }
             try f.truncate(to: 0)
-            try f.write(header, at: 0)
+            try f.write(bytes, at: 0)
             try f.sync()
             try fs.rename(temporary, to: path)
             try fs.syncDirectory(directory)

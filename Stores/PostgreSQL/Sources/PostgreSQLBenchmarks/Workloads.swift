@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PersistenceKit
 import PersistenceKitPostgreSQL
 
@@ -49,14 +50,14 @@ func openContainer(_ url: URL, schema: String, model: NSManagedObjectModel, list
     description.setOption(listens ? "true" : "false", forKey: PostgreSQLStore.listensOptionKey)
     container.persistentStoreDescriptions = [description]
     let failure = ErrorBox()
-    container.loadPersistentStores { _, error in failure.error = error.map { "\($0)" } }
-    if let message = failure.error { throw RawLibPQ.Failure(description: message) }
+    container.loadPersistentStores { _, error in failure.error.withLock { $0 = error.map { "\($0)" } } }
+    if let message = failure.error.withLock({ $0 }) { throw RawLibPQ.Failure(description: message) }
     return container
 }
 
-final class ErrorBox: @unchecked Sendable {
-    // @unchecked Sendable: written by a synchronous completion handler on the calling thread.
-    var error: String?
+/// The load's error message, written by its completion handler.
+final class ErrorBox: Sendable {
+    let error = Mutex<String?>(nil)
 }
 
 /// The five workloads through the object API on the PostgreSQL store.
