@@ -1,0 +1,39 @@
+import Foundation
+import PersistenceKit
+import PersistenceKitPostgreSQL
+import PersistenceKitStoreBehaviour
+
+/// The PostgreSQL store for the shared behaviour checks: each location a schema of its own
+/// on the test server, dropped at the end. Every container of a location has a store object
+/// (and connections) of its own, as two processes on one database would.
+struct PostgreSQLStoreUnderTest: StoreUnderTest {
+    var description: String { "PostgreSQL store" }
+
+    func makeLocation(for model: NSManagedObjectModel) async throws -> any StoreLocation {
+        Location(schema: TestServer.freshSchema(), model: model)
+    }
+
+    struct Location: StoreLocation {
+        let schema: String
+        let model: NSManagedObjectModel
+
+        func open(name: String) async throws -> NSPersistentContainer {
+            // Not listening: a check's second coordinator must see another's saves only when
+            // it reads the store, as the conflict checks expect, not when a notice arrives.
+            try await TestServer.container(model: model, schema: schema, name: name, listens: false)
+        }
+
+        func close(_ container: NSPersistentContainer) throws {
+            let coordinator = container.persistentStoreCoordinator
+            for store in coordinator.persistentStores {
+                try coordinator.remove(store)
+                // Its connections go now, not when the last object holding the store does.
+                (store as? PostgreSQLStore)?.close()
+            }
+        }
+
+        func destroy() throws {
+            try PostgreSQLStore.destroy(at: TestServer.url, options: TestServer.options(schema: schema), model: model)
+        }
+    }
+}
