@@ -43,8 +43,9 @@ extension StoreBehaviour {
                     try context.save()
                     return book.objectID
                 }
+                // Used with `performAndWait`, as `inContext` uses its contexts (see there).
                 let contextB = b.newBackgroundContext()
-                let loaded = try await contextB.perform { line(try #require(try contextB.existingObject(with: id) as? SBBook)) }
+                let loaded = try contextB.performAndWait { line(try #require(try contextB.existingObject(with: id) as? SBBook)) }
                 #expect(loaded == "T0/100/nil")
                 try await inContext(a) { context in
                     let book = try #require(try context.existingObject(with: id) as? SBBook)
@@ -52,7 +53,7 @@ extension StoreBehaviour {
                     book.pages = 111
                     try context.save()
                 }
-                let (inB, error) = try await contextB.perform { () throws -> (String, CoreDataError?) in
+                let (inB, error) = try contextB.performAndWait { () throws -> (String, CoreDataError?) in
                     if let policy = outcome.policy { contextB.mergePolicy = NSMergePolicy(merge: policy) }
                     let book = try #require(contextB.registeredObject(for: id) as? SBBook)
                     book.pages = 222

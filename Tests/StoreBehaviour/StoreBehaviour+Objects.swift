@@ -112,8 +112,9 @@ extension StoreBehaviour {
                 try context.save()
                 return book.objectID
             }
+            // One context across the steps, used with `performAndWait` as `inContext` does.
             let context = mine.newBackgroundContext()
-            try await context.perform {
+            try context.performAndWait {
                 let book = try #require(try context.existingObject(with: id) as? SBBook)
                 #expect(book.pages == 1)
             }
@@ -124,7 +125,7 @@ extension StoreBehaviour {
                 book.title = "T1"
                 try other.save()
             }
-            try await context.perform {
+            try context.performAndWait {
                 let book = try #require(context.registeredObject(for: id) as? SBBook)
                 context.refresh(book, mergeChanges: false)
                 #expect(book.pages == 2)
@@ -136,7 +137,7 @@ extension StoreBehaviour {
                 book.pages = 3
                 try other.save()
             }
-            try await context.perform {
+            try context.performAndWait {
                 let book = try #require(context.registeredObject(for: id) as? SBBook)
                 book.title = "mine"
                 context.refresh(book, mergeChanges: true)

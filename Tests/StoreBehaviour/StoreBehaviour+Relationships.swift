@@ -94,14 +94,15 @@ extension StoreBehaviour {
             let inContextAfterEdits = try await inContext(try await checked.reopen()) { context in
                 let books = Dictionary(uniqueKeysWithValues: try all(SBBook.self, in: context).map { ($0.title, $0) })
                 let authors = Dictionary(uniqueKeysWithValues: try all(SBAuthor.self, in: context).map { ($0.name, $0) })
-                let (dune, emma, odes) = (books["Dune"]!, books["Emma"]!, books["Odes"]!)
+                let (dune, emma, odes) = (try #require(books["Dune"]), try #require(books["Emma"]), try #require(books["Odes"]))
+                let (ann, bo) = (try #require(authors["Ann"]), try #require(authors["Bo"]))
                 let fiction = try #require(dune.shelf)
                 // Moved by setting the to-one end, and taken off by editing the to-many end.
                 odes.shelf = fiction
                 fiction.books.remove(emma)
                 // Many-to-many edited from both ends.
-                authors["Ann"]!.books.insert(odes)
-                dune.authors = [authors["Bo"]!]
+                ann.books.insert(odes)
+                dune.authors = [bo]
                 // The red cover moves to another book: the one-to-one's other ends let go.
                 emma.cover = dune.cover
                 try context.save()
@@ -166,7 +167,7 @@ extension StoreBehaviour {
                 }
                 try context.save()
             }
-            @Sendable func order(_ context: NSManagedObjectContext) throws -> [String] {
+            func order(_ context: NSManagedObjectContext) throws -> [String] {
                 let list = try #require(try all(SBPlaylist.self, in: context).first)
                 for song in list.songs where song.playlist !== list {
                     Issue.record("\(song.title) is listed but points at \(song.playlist?.name ?? "no playlist")")

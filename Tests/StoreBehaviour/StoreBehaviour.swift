@@ -148,11 +148,15 @@ extension StoreBehaviour {
     }
 
     /// Runs `body` in a new private-queue context of `container` and returns its result.
-    static func inContext<T: Sendable>(
-        _ container: NSPersistentContainer, _ body: @escaping @Sendable (NSManagedObjectContext) throws -> T
-    ) async throws -> T {
+    ///
+    /// With `performAndWait`, which runs the block on the calling thread: expectations in
+    /// `body` are then recorded against the running test and its argument (the store and
+    /// check). A block run on the context's own queue (`perform`) is outside the test's task,
+    /// and Swift Testing reports its failures as of an unknown test. The context is new and
+    /// used by nothing else, so the call never waits for its queue.
+    static func inContext<T>(_ container: NSPersistentContainer, _ body: (NSManagedObjectContext) throws -> T) async throws -> T {
         let context = container.newBackgroundContext()
-        return try await context.perform { try body(context) }
+        return try context.performAndWait { try body(context) }
     }
 
     /// The objects of `entity` in `context`, sorted by `key`.
