@@ -116,4 +116,31 @@ extension StoreBehaviour {
             #expect(cleared == expected)
         }
     }
+
+    static func controlCharacters(_ store: some StoreUnderTest) async throws {
+        // Every C0 control character (NUL first) and DEL, inside text, at its ends, and alone.
+        let controls = String(String.UnicodeScalarView((UInt8(0)..<32).map(Unicode.Scalar.init) + [Unicode.Scalar(UInt8(127))]))
+        let texts = ["a\u{0}b", "\u{0}", "\u{0}lead", "trail\u{0}", controls, "tab\tnew\nline\rreturn"]
+        try await withStore(store, BehaviourModels.values) { checked in
+            try await inContext(try await checked.open()) { context in
+                for (i, text) in texts.enumerated() {
+                    let values = SBValues(context: context)
+                    values.key = "\(i)"
+                    values.string = text
+                    values.oString = text
+                }
+                try context.save()
+            }
+            let stored = try await inContext(try await checked.reopen()) { context in
+                try all(SBValues.self, in: context, sortedBy: "key").map { [$0.string, $0.oString ?? "nil"] }
+            }
+            #expect(stored == texts.map { [$0, $0] })
+            let matched = try await inContext(try await checked.reopen()) { context in
+                let request = NSFetchRequest<SBValues>(entityName: "SBValues")
+                request.predicate = NSPredicate(format: "string == %@", "a\u{0}b")
+                return try context.fetch(request).map(\.key)
+            }
+            #expect(matched == ["0"])
+        }
+    }
 }

@@ -22,6 +22,8 @@ public enum StoreBehaviour {
     public enum Check: String, CaseIterable, Sendable, CustomTestStringConvertible {
         /// Every attribute type, extremes and nil included, reads back after reopening.
         case attributeTypes
+        /// Strings with NUL and other control characters read back whole after reopening.
+        case controlCharacters
         /// Inserts, updates (to nil too) and deletes are there after reopening.
         case insertUpdateDelete
         /// IDs turn permanent at save, outlive reopening through their URIs, and
@@ -56,6 +58,7 @@ public enum StoreBehaviour {
         public var testDescription: String {
             switch self {
             case .attributeTypes: "every attribute type survives reopening"
+            case .controlCharacters: "strings with NUL and control characters survive reopening"
             case .insertUpdateDelete: "inserts, updates and deletes survive reopening"
             case .objectIDs: "permanent object IDs and existingObject(with:)"
             case .relationships: "both ends of relationships agree"
@@ -76,6 +79,7 @@ public enum StoreBehaviour {
         public func run(on store: some StoreUnderTest) async throws {
             switch self {
             case .attributeTypes: try await StoreBehaviour.attributeTypes(store)
+            case .controlCharacters: try await StoreBehaviour.controlCharacters(store)
             case .insertUpdateDelete: try await StoreBehaviour.insertUpdateDelete(store)
             case .objectIDs: try await StoreBehaviour.objectIDs(store)
             case .relationships: try await StoreBehaviour.relationships(store)
