@@ -32,6 +32,7 @@ extension StoreBehaviour {
     }
 
     static func mergePolicies(_ store: some StoreUnderTest) async throws {
+        try await deleteConflict(store)
         for outcome in policyOutcomes {
             try await withStore(store, BehaviourModels.library) { checked in
                 let a = try await checked.open("A")
@@ -86,6 +87,44 @@ extension StoreBehaviour {
                 #expect(stored == outcome.book, "\(policyName): the stored object")
                 #expect(titles == outcome.titles, "\(policyName): the stored titles")
             }
+        }
+    }
+
+    /// Deleting an object another coordinator changed since it was read fails under the
+    /// error policy and leaves the other coordinator's change stored; a coordinator that read
+    /// the change deletes it.
+    static func deleteConflict(_ store: some StoreUnderTest) async throws {
+        try await withStore(store, BehaviourModels.library) { checked in
+            let a = try await checked.open("A")
+            let b = try await checked.open("B")
+            let id = try await inContext(a) { context in
+                let book = SBBook(context: context)
+                book.title = "T0"
+                try context.save()
+                return book.objectID
+            }
+            // Used with `performAndWait`, as `inContext` uses its contexts.
+            let contextB = b.newBackgroundContext()
+            try contextB.performAndWait { _ = try contextB.existingObject(with: id) }
+            try await inContext(a) { context in
+                try #require(try context.existingObject(with: id) as? SBBook).title = "A"
+                try context.save()
+            }
+            try contextB.performAndWait {
+                let book = try #require(contextB.registeredObject(for: id))
+                contextB.delete(book)
+                let error = try #require(throws: CoreDataError.self) { try contextB.save() }
+                #expect(error.code == .managedObjectMerge)
+                #expect(error.conflicts.map(\.objectID) == [id])
+                #expect(book.isDeleted)
+            }
+            #expect(try await inContext(try await checked.reopen(), bookLines) == ["A:0:nil"])
+            let c = try await checked.open("C")
+            try await inContext(c) { context in
+                context.delete(try context.existingObject(with: id))
+                try context.save()
+            }
+            #expect(try await inContext(try await checked.reopen(), bookLines) == [])
         }
     }
 

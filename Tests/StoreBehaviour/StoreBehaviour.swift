@@ -41,11 +41,15 @@ public enum StoreBehaviour {
         /// Comparisons, string operators with `[cd]`, `IN`, nil, key paths through to-ones,
         /// to-many `ANY` and compound predicates select the same objects.
         case predicates
+        /// Comparisons and sorts on every attribute type (numbers, Boolean, date, decimal,
+        /// UUID, URL, data, nil) select and order the same objects.
+        case typedComparisons
         /// Sort descriptors, fetch limit and offset, and counts.
         case sortingAndPaging
         /// Object ID, dictionary and count result types.
         case resultTypes
-        /// An optimistic-locking conflict between two coordinators under each merge policy.
+        /// An optimistic-locking conflict between two coordinators under each merge policy,
+        /// and a deletion of an object another coordinator changed.
         case mergePolicies
         /// A uniqueness constraint conflict with a stored object, between two coordinators.
         case uniqueness
@@ -66,6 +70,7 @@ public enum StoreBehaviour {
             case .orderedToMany: "ordered to-many order and moves"
             case .inheritance: "parent-entity fetches and sub-entities"
             case .predicates: "predicates select the same objects"
+            case .typedComparisons: "comparisons and sorts on every attribute type"
             case .sortingAndPaging: "sorting, limit, offset and count"
             case .resultTypes: "object ID, dictionary and count results"
             case .mergePolicies: "conflicts between coordinators under each merge policy"
@@ -87,6 +92,7 @@ public enum StoreBehaviour {
             case .orderedToMany: try await StoreBehaviour.orderedToMany(store)
             case .inheritance: try await StoreBehaviour.inheritance(store)
             case .predicates: try await StoreBehaviour.predicates(store)
+            case .typedComparisons: try await StoreBehaviour.typedComparisons(store)
             case .sortingAndPaging: try await StoreBehaviour.sortingAndPaging(store)
             case .resultTypes: try await StoreBehaviour.resultTypes(store)
             case .mergePolicies: try await StoreBehaviour.mergePolicies(store)
