@@ -98,6 +98,23 @@ extension StoreBehaviour {
                 #expect(stored.first { $0.key == record.key } == record)
             }
 
+            // A megabyte of text (multi-byte characters) and of bytes.
+            let text = String(repeating: "é🐘a", count: 1 << 17)
+            let bytes = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try await inContext(try await checked.reopen()) { context in
+                let large = SBValues(context: context)
+                large.key = "large"
+                large.string = text
+                large.oData = bytes
+                try context.save()
+            }
+            let (readText, readBytes) = try await inContext(try await checked.reopen()) { context in
+                let large = try #require(try all(SBValues.self, in: context).first { $0.key == "large" })
+                return (large.string, large.oData)
+            }
+            #expect(readText == text, "a large string changed (\(readText.utf8.count) of \(text.utf8.count) bytes read)")
+            #expect(readBytes == bytes, "large data changed (\(readBytes?.count ?? -1) of \(bytes.count) bytes read)")
+
             // Setting every optional to nil and every value to another one is saved too.
             let reopened = try await checked.reopen()
             try await inContext(reopened) { context in

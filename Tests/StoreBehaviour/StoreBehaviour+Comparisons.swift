@@ -92,4 +92,44 @@ extension StoreBehaviour {
             }
         }
     }
+
+    static func specialNumbers(_ store: some StoreUnderTest) async throws {
+        try await withStore(store, BehaviourModels.values) { checked in
+            try await inContext(try await checked.open()) { context in
+                for (key, double, optional) in [("nan", Double.nan, Double?.some(.nan)), ("inf", .infinity, 1), ("neg", -1, 2), ("zero", 0, nil)] {
+                    let v = SBValues(context: context)
+                    v.key = key
+                    v.double = double
+                    v.oDouble = optional
+                }
+                try context.save()
+            }
+            try await inContext(try await checked.reopen()) { context throws in
+                let stored = try all(SBValues.self, in: context, sortedBy: "key")
+                #expect(stored.map(\.key) == ["inf", "nan", "neg", "zero"])
+                #expect(stored.first { $0.key == "nan" }.map { $0.double.isNaN && ($0.oDouble?.isNaN ?? false) } == true)
+                // NaN matches only `!=`; nil matches `!=` and no ordering.
+                let cases: [(String, [Any], [String])] = [
+                    ("double < 0", [], ["neg"]),
+                    ("double > 0", [], ["inf"]),
+                    ("double != 0", [], ["inf", "nan", "neg"]),
+                    ("double == %@", [Double.nan], []),
+                    ("oDouble != 1", [], ["nan", "neg", "zero"]),
+                    ("oDouble < 5", [], ["inf", "neg"]),
+                ]
+                for (format, arguments, expected) in cases {
+                    let request = NSFetchRequest<SBValues>(entityName: "SBValues")
+                    request.predicate = NSPredicate(format: format, argumentArray: arguments)
+                    #expect(try context.fetch(request).map(\.key).sorted() == expected, "\(format)")
+                    #expect(try context.count(for: request) == expected.count, "count: \(format)")
+                }
+                // Ascending: nil, then NaN, then the numbers.
+                for (key, expected) in [("double", ["nan", "neg", "zero", "inf"]), ("oDouble", ["zero", "nan", "inf", "neg"])] {
+                    let request = NSFetchRequest<SBValues>(entityName: "SBValues")
+                    request.sortDescriptors = [NSSortDescriptor(key: key, ascending: true)]
+                    #expect(try context.fetch(request).map(\.key) == expected, "sorted by \(key)")
+                }
+            }
+        }
+    }
 }

@@ -44,6 +44,9 @@ public enum StoreBehaviour {
         /// Comparisons and sorts on every attribute type (numbers, Boolean, date, decimal,
         /// UUID, URL, data, nil) select and order the same objects.
         case typedComparisons
+        /// NaN and infinities are stored, match only the comparisons Swift's do, and sort
+        /// as the in-memory sort does (nil, then NaN, then the numbers).
+        case specialNumbers
         /// Sort descriptors, fetch limit and offset, and counts.
         case sortingAndPaging
         /// Object ID, dictionary and count result types.
@@ -71,6 +74,7 @@ public enum StoreBehaviour {
             case .inheritance: "parent-entity fetches and sub-entities"
             case .predicates: "predicates select the same objects"
             case .typedComparisons: "comparisons and sorts on every attribute type"
+            case .specialNumbers: "NaN, infinities and nil in comparisons and sorts"
             case .sortingAndPaging: "sorting, limit, offset and count"
             case .resultTypes: "object ID, dictionary and count results"
             case .mergePolicies: "conflicts between coordinators under each merge policy"
@@ -93,6 +97,7 @@ public enum StoreBehaviour {
             case .inheritance: try await StoreBehaviour.inheritance(store)
             case .predicates: try await StoreBehaviour.predicates(store)
             case .typedComparisons: try await StoreBehaviour.typedComparisons(store)
+            case .specialNumbers: try await StoreBehaviour.specialNumbers(store)
             case .sortingAndPaging: try await StoreBehaviour.sortingAndPaging(store)
             case .resultTypes: try await StoreBehaviour.resultTypes(store)
             case .mergePolicies: try await StoreBehaviour.mergePolicies(store)
