@@ -145,6 +145,18 @@ extension StoreBehaviour {
                 #expect(book.title == "mine")
                 try context.save()
             }
+            // A fetch through a coordinator that stays open reads the store: another
+            // coordinator's insertion and deletion show without reopening.
+            try await inContext(mine) { context in
+                SBBook(context: context).title = "second"
+                try context.save()
+            }
+            #expect(try await inContext(theirs, bookLines) == ["mine:3:nil", "second:0:nil"])
+            try await inContext(mine) { context in
+                for book in try all(SBBook.self, in: context) where book.title == "second" { context.delete(book) }
+                try context.save()
+            }
+            #expect(try await inContext(theirs, bookLines) == ["mine:3:nil"])
             let stored = try await inContext(try await checked.reopen(), bookLines)
             #expect(stored == ["mine:3:nil"])
         }

@@ -58,7 +58,8 @@ public enum StoreBehaviour {
         case uniqueness
         /// Batch insert, update and delete change the stored objects.
         case batchRequests
-        /// Refreshing an object another coordinator changed reads the new values.
+        /// Refreshing an object another coordinator changed reads the new values; fetches
+        /// show another coordinator's insertions and deletions.
         case refresh
 
         /// The behaviour in words.
