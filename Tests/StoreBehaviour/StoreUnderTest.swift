@@ -55,8 +55,10 @@ public struct FileStoreUnderTest: StoreUnderTest {
     /// The file store.
     public init() {}
 
+    /// "file store", as test output names it.
     public var description: String { "file store" }
 
+    /// A store file in a new temporary folder; destroying the location deletes the folder.
     public func makeLocation(for model: NSManagedObjectModel) async throws -> any StoreLocation {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pk-behaviour-" + UUID().uuidString)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -89,8 +91,10 @@ public struct InMemoryStoreUnderTest: StoreUnderTest {
     /// The in-memory store.
     public init() {}
 
+    /// "in-memory store", as test output names it.
     public var description: String { "in-memory store" }
 
+    /// A new `InMemoryStore` for `model`, which every container of the location adds.
     public func makeLocation(for model: NSManagedObjectModel) async throws -> any StoreLocation {
         Location(model: model, store: InMemoryStore(model: model))
     }
