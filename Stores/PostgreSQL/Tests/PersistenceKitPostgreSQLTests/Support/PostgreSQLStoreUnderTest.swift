@@ -7,10 +7,14 @@ import PersistenceKitStoreBehaviour
 /// on the test server, dropped at the end. Every container of a location has a store object
 /// (and connections) of its own, as two processes on one database would.
 struct PostgreSQLStoreUnderTest: StoreUnderTest {
-    var description: String { "PostgreSQL store" }
+    /// Whether each store listens for the other stores' commits (`PostgreSQLListens`), as
+    /// by default; without, a coordinator sees other coordinators' saves only when it reads.
+    var listens: Bool
+
+    var description: String { listens ? "PostgreSQL store, listening" : "PostgreSQL store, not listening" }
 
     func makeLocation(for model: NSManagedObjectModel) async throws -> any StoreLocation {
-        Location(schema: TestServer.freshSchema(), model: model)
+        Location(schema: TestServer.freshSchema(), model: model, listens: listens)
     }
 
     func supports(_ check: StoreBehaviour.Check) -> Bool {
@@ -25,11 +29,10 @@ struct PostgreSQLStoreUnderTest: StoreUnderTest {
     struct Location: StoreLocation {
         let schema: String
         let model: NSManagedObjectModel
+        let listens: Bool
 
         func open(name: String) async throws -> NSPersistentContainer {
-            // Not listening: a check's second coordinator must see another's saves only when
-            // it reads the store, as the conflict checks expect, not when a notice arrives.
-            try await TestServer.container(model: model, schema: schema, name: name, listens: false)
+            try await TestServer.container(model: model, schema: schema, name: name, listens: listens)
         }
 
         func close(_ container: NSPersistentContainer) throws {
