@@ -201,4 +201,38 @@ extension StoreBehaviour {
             }
         }
     }
+
+    static func faultingAndPrefetching(_ store: some StoreUnderTest) async throws {
+        try await withStore(store, BehaviourModels.library) { checked in
+            try await seedLibrary(try await checked.open())
+            let expected = ["Dune: Fiction [\"Ann\"] red", "Emma: Fiction [\"Ann\", \"Bo\"] -", "Odes: Poetry [\"Bo\"] blue"]
+            try await inContext(try await checked.reopen()) { context throws in
+                func describe(_ books: [SBBook]) -> [String] {
+                    books.map { "\($0.title): \($0.shelf?.name ?? "-") \($0.authors.map(\.name).sorted()) \($0.cover?.color ?? "-")" }
+                }
+                // Each way of reading the same objects gives the same values: faults fired
+                // one by one, full objects, batches of two, and relationships prefetched.
+                for (faults, batch, prefetch) in [(true, 0, false), (false, 0, false), (true, 2, false), (false, 1, true), (true, 2, true)] {
+                    context.reset()
+                    let request = NSFetchRequest<SBBook>(entityName: "SBBook")
+                    request.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
+                    request.returnsObjectsAsFaults = faults
+                    request.fetchBatchSize = batch
+                    if prefetch { request.relationshipKeyPathsForPrefetching = ["shelf", "authors", "cover", "shelf.books"] }
+                    let books = try context.fetch(request)
+                    #expect(describe(books) == expected, "faults \(faults), batch size \(batch), prefetching \(prefetch)")
+                }
+                // To-many faults of objects read as faults.
+                context.reset()
+                let shelves = try all(SBShelf.self, in: context, sortedBy: "name")
+                #expect(shelves.map { "\($0.name) \($0.books.map(\.title).sorted())" } == ["Fiction [\"Dune\", \"Emma\"]", "Poetry [\"Odes\"]"])
+                // An object by ID, never fetched, is a fault that reads its row when touched.
+                let id = try #require(shelves.first?.books.first { $0.title == "Dune" }?.objectID)
+                context.reset()
+                let dune = try #require(context.object(with: id) as? SBBook)
+                #expect(dune.title == "Dune")
+                #expect(dune.pages == 600)
+            }
+        }
+    }
 }

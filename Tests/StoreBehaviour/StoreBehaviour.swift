@@ -51,6 +51,8 @@ public enum StoreBehaviour {
         case sortingAndPaging
         /// Object ID, dictionary and count result types.
         case resultTypes
+        /// Faults, full objects, batches and prefetched relationships read the same values.
+        case faultingAndPrefetching
         /// An optimistic-locking conflict between two coordinators under each merge policy,
         /// and a deletion of an object another coordinator changed.
         case mergePolicies
@@ -78,6 +80,7 @@ public enum StoreBehaviour {
             case .specialNumbers: "NaN, infinities and nil in comparisons and sorts"
             case .sortingAndPaging: "sorting, limit, offset and count"
             case .resultTypes: "object ID, dictionary and count results"
+            case .faultingAndPrefetching: "faults, batches and prefetching read the same values"
             case .mergePolicies: "conflicts between coordinators under each merge policy"
             case .uniqueness: "uniqueness constraint conflicts"
             case .batchRequests: "batch insert, update and delete"
@@ -101,6 +104,7 @@ public enum StoreBehaviour {
             case .specialNumbers: try await StoreBehaviour.specialNumbers(store)
             case .sortingAndPaging: try await StoreBehaviour.sortingAndPaging(store)
             case .resultTypes: try await StoreBehaviour.resultTypes(store)
+            case .faultingAndPrefetching: try await StoreBehaviour.faultingAndPrefetching(store)
             case .mergePolicies: try await StoreBehaviour.mergePolicies(store)
             case .uniqueness: try await StoreBehaviour.uniqueness(store)
             case .batchRequests: try await StoreBehaviour.batchRequests(store)
