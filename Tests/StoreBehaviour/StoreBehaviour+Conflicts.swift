@@ -128,6 +128,47 @@ extension StoreBehaviour {
         }
     }
 
+    /// Two coordinators each put a book of their own on one shelf, both having read the
+    /// shelf before either saved; under either by-property policy the shelf ends with both.
+    static func concurrentToManyEdits(_ store: some StoreUnderTest) async throws {
+        for policy in [NSMergePolicyType.mergeByPropertyObjectTrumpMergePolicyType, .mergeByPropertyStoreTrumpMergePolicyType] {
+            try await withStore(store, BehaviourModels.library) { checked in
+                let a = try await checked.open("A")
+                let b = try await checked.open("B")
+                let shelfID = try await inContext(a) { context in
+                    let shelf = SBShelf(context: context)
+                    shelf.name = "shared"
+                    let old = SBBook(context: context)
+                    old.title = "old"
+                    old.shelf = shelf
+                    try context.save()
+                    return shelf.objectID
+                }
+                // Used with `performAndWait`, as `inContext` uses its contexts.
+                let (contextA, contextB) = (a.newBackgroundContext(), b.newBackgroundContext())
+                for (context, title) in [(contextA, "from A"), (contextB, "from B")] {
+                    try context.performAndWait {
+                        context.mergePolicy = NSMergePolicy(merge: policy)
+                        let shelf = try #require(try context.existingObject(with: shelfID) as? SBShelf)
+                        #expect(shelf.books.count == 1)
+                        let book = SBBook(context: context)
+                        book.title = title
+                        book.shelf = shelf
+                    }
+                }
+                for context in [contextA, contextB] {
+                    try context.performAndWait { try context.save() }
+                }
+                let lines = try await inContext(try await checked.reopen(), libraryLines)
+                #expect(
+                    lines == [
+                        "shelf shared: [\"from A\", \"from B\", \"old\"]", "book from A: on shared, by [], cover -",
+                        "book from B: on shared, by [], cover -", "book old: on shared, by [], cover -",
+                    ], "\(policy)")
+            }
+        }
+    }
+
     static func tagLines(_ context: NSManagedObjectContext) throws -> [String] {
         try all(SBTag.self, in: context, sortedBy: "label").map { "\($0.label):\($0.uses)" }
     }

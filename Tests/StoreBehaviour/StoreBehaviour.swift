@@ -56,6 +56,8 @@ public enum StoreBehaviour {
         /// An optimistic-locking conflict between two coordinators under each merge policy,
         /// and a deletion of an object another coordinator changed.
         case mergePolicies
+        /// Two coordinators adding to one to-many at once both keep their additions.
+        case concurrentToManyEdits
         /// A uniqueness constraint conflict with a stored object, between two coordinators.
         case uniqueness
         /// Batch insert, update and delete change the stored objects.
@@ -82,6 +84,7 @@ public enum StoreBehaviour {
             case .resultTypes: "object ID, dictionary and count results"
             case .faultingAndPrefetching: "faults, batches and prefetching read the same values"
             case .mergePolicies: "conflicts between coordinators under each merge policy"
+            case .concurrentToManyEdits: "two coordinators adding to one to-many"
             case .uniqueness: "uniqueness constraint conflicts"
             case .batchRequests: "batch insert, update and delete"
             case .refresh: "refreshing a stale object"
@@ -106,6 +109,7 @@ public enum StoreBehaviour {
             case .resultTypes: try await StoreBehaviour.resultTypes(store)
             case .faultingAndPrefetching: try await StoreBehaviour.faultingAndPrefetching(store)
             case .mergePolicies: try await StoreBehaviour.mergePolicies(store)
+            case .concurrentToManyEdits: try await StoreBehaviour.concurrentToManyEdits(store)
             case .uniqueness: try await StoreBehaviour.uniqueness(store)
             case .batchRequests: try await StoreBehaviour.batchRequests(store)
             case .refresh: try await StoreBehaviour.refresh(store)
