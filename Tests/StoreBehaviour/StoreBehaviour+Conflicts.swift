@@ -221,6 +221,33 @@ extension StoreBehaviour {
                 #expect(try await inContext(try await checked.reopen(), tagLines) == expected, "\(policy)")
             }
         }
+        // Renaming a stored tag to another stored tag's label: refused, nothing changes; once
+        // the other tag is deleted (by another coordinator), the rename goes through.
+        try await withStore(store, BehaviourModels.tags) { checked in
+            try await inContext(try await checked.open("A")) { context in
+                for (label, uses) in [("a", 1), ("b", 2)] {
+                    let tag = SBTag(context: context)
+                    tag.label = label
+                    tag.uses = Int64(uses)
+                }
+                try context.save()
+            }
+            let b = try await checked.open("B")
+            let contextB = b.newBackgroundContext()  // used with `performAndWait`, as in `inContext`
+            try contextB.performAndWait {
+                let tag = try #require(try all(SBTag.self, in: contextB).first { $0.label == "b" })
+                tag.label = "a"
+                let error = try #require(throws: CoreDataError.self) { try contextB.save() }
+                #expect(error.code == .managedObjectConstraintMerge)
+            }
+            #expect(try await inContext(try await checked.open("C"), tagLines) == ["a:1", "b:2"])
+            try await inContext(try await checked.open("D")) { context in
+                for tag in try all(SBTag.self, in: context) where tag.label == "a" { context.delete(tag) }
+                try context.save()
+            }
+            try contextB.performAndWait { try contextB.save() }
+            #expect(try await inContext(try await checked.reopen(), tagLines) == ["a:2"])
+        }
         // Two objects of one save with one label: the error policy refuses the save.
         try await withStore(store, BehaviourModels.tags) { checked in
             let error = try await inContext(try await checked.open()) { context -> CoreDataError? in
