@@ -101,10 +101,32 @@ final class SBTag: NSManagedObject {
     @Attribute var uses: Int64 = 0
 }
 
+/// A place: a composite of two numbers and an optional label.
+struct SBLocation: CompositeAttribute, Equatable {
+    var latitude: Double
+    var longitude: Double
+    var label: String?
+}
+
+/// Settings kept as one encoded value.
+struct SBSettings: CodableAttribute, Equatable {
+    var retries = 0
+    var tags: [String] = []
+}
+
+/// An object with a composite attribute and a Codable one.
+final class SBPlace: NSManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var location: SBLocation = SBLocation(latitude: 0, longitude: 0, label: nil)
+    @Attribute var corner: SBLocation?
+    @Attribute(storageMethod: .codable) var settings: SBSettings? = nil
+}
+
 enum BehaviourModels {
     static let values: [NSManagedObject.Type] = [SBValues.self]
     static let library: [NSManagedObject.Type] = [SBShelf.self, SBBook.self, SBAuthor.self, SBCover.self]
     static let playlists: [NSManagedObject.Type] = [SBPlaylist.self, SBSong.self]
     static let zoo: [NSManagedObject.Type] = [SBAnimal.self, SBDog.self, SBPuppy.self, SBCat.self]
     static let tags: [NSManagedObject.Type] = [SBTag.self]
+    static let places: [NSManagedObject.Type] = [SBPlace.self]
 }

@@ -132,4 +132,46 @@ extension StoreBehaviour {
             }
         }
     }
+
+    static func structuredAttributes(_ store: some StoreUnderTest) async throws {
+        try await withStore(store, BehaviourModels.places) { checked in
+            try await inContext(try await checked.open()) { context in
+                for (name, latitude, label, settings) in [
+                    ("north", 60.5, "Oslo", SBSettings(retries: 3, tags: ["a", "b"])), ("middle", 45.25, nil, SBSettings()),
+                    ("south", -33.75, "Hobart", nil),
+                ] {
+                    let place = SBPlace(context: context)
+                    place.name = name
+                    place.location = SBLocation(latitude: latitude, longitude: 10 - latitude, label: label)
+                    place.corner = label == nil ? nil : SBLocation(latitude: 1, longitude: 2, label: "corner \(name)")
+                    place.settings = settings
+                }
+                try context.save()
+            }
+            try await inContext(try await checked.reopen()) { context throws in
+                let places = try all(SBPlace.self, in: context, sortedBy: "name")
+                #expect(places.map(\.name) == ["middle", "north", "south"])
+                let north = try #require(places.first { $0.name == "north" })
+                #expect(north.location == SBLocation(latitude: 60.5, longitude: -50.5, label: "Oslo"))
+                #expect(north.corner == SBLocation(latitude: 1, longitude: 2, label: "corner north"))
+                #expect(north.settings == SBSettings(retries: 3, tags: ["a", "b"]))
+                let middle = try #require(places.first { $0.name == "middle" })
+                #expect(middle.location.label == nil)
+                #expect(middle.corner == nil)
+                #expect(middle.settings == SBSettings())
+                #expect(places.first { $0.name == "south" }?.settings == nil)
+
+                func names(_ format: String, sortedBy key: String = "name") throws -> [String] {
+                    let request = NSFetchRequest<SBPlace>(entityName: "SBPlace")
+                    request.predicate = NSPredicate(format: format)
+                    request.sortDescriptors = [NSSortDescriptor(key: key, ascending: true)]
+                    return try context.fetch(request).map(\.name)
+                }
+                #expect(try names("location.latitude > 0") == ["middle", "north"])
+                #expect(try names("location.label == nil") == ["middle"])
+                #expect(try names("location.label BEGINSWITH[c] 'os'") == ["north"])
+                #expect(try names("TRUEPREDICATE", sortedBy: "location.latitude") == ["south", "middle", "north"])
+            }
+        }
+    }
 }

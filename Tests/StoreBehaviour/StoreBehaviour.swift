@@ -24,6 +24,9 @@ public enum StoreBehaviour {
         case attributeTypes
         /// Strings with NUL and other control characters read back whole after reopening.
         case controlCharacters
+        /// Composite and Codable attributes read back after reopening, and predicates and
+        /// sorts reach a composite's members.
+        case structuredAttributes
         /// Inserts, updates (to nil too) and deletes are there after reopening.
         case insertUpdateDelete
         /// IDs turn permanent at save, outlive reopening through their URIs, and
@@ -71,6 +74,7 @@ public enum StoreBehaviour {
             switch self {
             case .attributeTypes: "every attribute type survives reopening"
             case .controlCharacters: "strings with NUL and control characters survive reopening"
+            case .structuredAttributes: "composite and Codable attributes"
             case .insertUpdateDelete: "inserts, updates and deletes survive reopening"
             case .objectIDs: "permanent object IDs and existingObject(with:)"
             case .relationships: "both ends of relationships agree"
@@ -96,6 +100,7 @@ public enum StoreBehaviour {
             switch self {
             case .attributeTypes: try await StoreBehaviour.attributeTypes(store)
             case .controlCharacters: try await StoreBehaviour.controlCharacters(store)
+            case .structuredAttributes: try await StoreBehaviour.structuredAttributes(store)
             case .insertUpdateDelete: try await StoreBehaviour.insertUpdateDelete(store)
             case .objectIDs: try await StoreBehaviour.objectIDs(store)
             case .relationships: try await StoreBehaviour.relationships(store)
