@@ -1,6 +1,5 @@
 import Foundation
 import PersistenceKit
-import Synchronization
 import Testing
 
 /// The behaviour every store shows through the object API, as checks that record their
@@ -123,19 +122,20 @@ public enum StoreBehaviour {
     }
 }
 
-/// A location under check and the containers open on it.
-final class CheckedStore: Sendable {
+/// A location under check and the containers open on it. Used by the one task that runs a
+/// check (not sendable: nothing guards `opened`).
+final class CheckedStore {
     let location: any StoreLocation
     /// Containers opened and not yet closed, closed in `closeAll()`; without that list a
     /// check that fails midway would leave connections or file handles open.
-    private let opened = Mutex<[NSPersistentContainer]>([])
+    private var opened: [NSPersistentContainer] = []
 
     init(location: any StoreLocation) { self.location = location }
 
     /// A new coordinator on the location.
     func open(_ name: String = "behaviour") async throws -> NSPersistentContainer {
         let container = try await location.open(name: name)
-        opened.withLock { $0.append(container) }
+        opened.append(container)
         return container
     }
 
@@ -148,10 +148,8 @@ final class CheckedStore: Sendable {
 
     /// Closes every open container.
     func closeAll() throws {
-        let all = opened.withLock { list in
-            defer { list = [] }
-            return list
-        }
+        let all = opened
+        opened = []
         for container in all { try location.close(container) }
     }
 }
