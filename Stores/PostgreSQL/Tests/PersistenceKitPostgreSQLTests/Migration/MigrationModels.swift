@@ -80,6 +80,23 @@ struct MigrationModels {
         </entity>
         """
 
+    /// Version 3: version 2 with a book's author to-many (`authors`, still renamed from
+    /// version 1's `writer`), so writers and books are many to many.
+    static let v3 = v2.replacingOccurrences(
+        of: "inverseName=\"author\" inverseEntity=\"Book\"", with: "inverseName=\"authors\" inverseEntity=\"Book\""
+    ).replacingOccurrences(
+        of: "<relationship name=\"author\" optional=\"YES\" maxCount=\"1\"",
+        with: "<relationship name=\"authors\" optional=\"YES\" toMany=\"YES\""
+    )
+
+    /// Version 3 with a writer's books turned to-one (`book`): refused by a writer holding
+    /// two books.
+    static let booksToOne = v3.replacingOccurrences(
+        of: "<relationship name=\"books\" optional=\"YES\" toMany=\"YES\" deletionRule=\"Nullify\" destinationEntity=\"Book\"",
+        with: "<relationship name=\"book\" optional=\"YES\" maxCount=\"1\" elementID=\"books\" deletionRule=\"Nullify\" destinationEntity=\"Book\""
+    ).replacingOccurrences(of: "<relationship name=\"authors\" optional=\"YES\" toMany=\"YES\"", with: "<relationship name=\"authors\" optional=\"YES\" maxCount=\"1\"")
+        .replacingOccurrences(of: "inverseName=\"books\" inverseEntity=\"Author\"", with: "inverseName=\"book\" inverseEntity=\"Author\"")
+
     /// Version 1 with `age` turned into a string: a change lightweight migration refuses.
     static let ageAsText = v1.replacingOccurrences(of: "attributeType=\"Integer 16\" indexed", with: "attributeType=\"String\" indexed")
 

@@ -185,6 +185,60 @@ struct SchemaMigrationTests {
         try await Self.expectVersion1Intact(v1, schema: schema)
     }
 
+    @Test("A to-one becomes to-many in the same transaction as the renames; links kept, both ends agree")
+    func toOneBecomesToMany() async throws {
+        let models = try M([("V1", M.v1), ("V2", M.v2), ("V3", M.v3)], current: "V3")
+        defer { models.remove() }
+        let v1 = try models.version("V1")
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: v1) }
+        try await Self.seed(v1, schema: schema)
+
+        let v3 = try models.current()
+        let container = try await Self.load(v3, schema: schema)
+        defer { Self.close(container) }
+        #expect(SchemaMigration.committed.withLock { $0[schema] } == 1)
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            for b in try ctx.fetch(NSFetchRequest<NSManagedObject>(entityName: "Book")) {
+                let authors = (b.value(forKey: "authors") as? Set<NSManagedObject> ?? []).compactMap { $0.value(forKey: "fullName") as? String }
+                #expect(authors == [b.value(forKey: "title") as? String == "Tales" ? "Bob" : "Ada"])
+            }
+            // Many to many now: Bob joins Ada's "Notes"; both ends agree.
+            let request = NSFetchRequest<NSManagedObject>(entityName: "Author")
+            request.predicate = NSPredicate(format: "fullName == %@", "Bob")
+            let bob = try #require(try ctx.fetch(request).first)
+            let notesRequest = NSFetchRequest<NSManagedObject>(entityName: "Book")
+            notesRequest.predicate = NSPredicate(format: "title == %@", "Notes")
+            let notes = try #require(try ctx.fetch(notesRequest).first)
+            notes.mutableSetValue(forKey: "authors").insert(bob)
+            try ctx.save()
+            #expect((bob.value(forKey: "books") as? Set<NSManagedObject>)?.count == 2)
+        }
+        let fresh = TestServer.freshSchema()
+        defer { TestServer.drop(fresh, model: v3) }
+        try TestServer.store(model: v3, schema: fresh).close()
+        let (migrated, created) = try (Self.shape(of: schema), Self.shape(of: fresh))
+        #expect(migrated == created, "differences: \(Set(migrated).symmetricDifference(created).sorted())")
+    }
+
+    @Test("A to-many holding several objects cannot become to-one: typed, nothing changed")
+    func toManyHoldingSeveral() async throws {
+        let models = try M([("V1", M.v1), ("V2", M.booksToOne)], current: "V2")
+        defer { models.remove() }
+        let v1 = try models.version("V1")
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: v1) }
+        let uris = try await Self.seed(v1, schema: schema)
+        let before = try Self.shape(of: schema)
+
+        let error = await #expect(throws: CoreDataError.self) { _ = try await Self.load(try models.current(), schema: schema) }
+        let adaKey = try #require(uris["Ada"].flatMap { Int64($0.lastPathComponent.dropFirst()) })
+        #expect((error?.underlying as? MigrationError)?.kind == .toManyHoldsSeveral(primaryKey: adaKey), "\(String(describing: error))")
+        #expect(try Self.shape(of: schema) == before)
+        try await Self.expectVersion1Intact(v1, schema: schema)
+    }
+
     /// The seeded objects read back with version 1, links and all.
     static func expectVersion1Intact(_ v1: NSManagedObjectModel, schema: String) async throws {
         let container = try await load(v1, schema: schema)
