@@ -113,7 +113,7 @@ struct ServerCrashTests {
             let result = await Self.save(next, shelf: shelf, in: container)
             var outcome = Outcome.acknowledged
             if case let .failure(error) = result {
-                Issue.record("the first save after the restart failed: \(error)")
+                Issue.record("the first save after the restart failed (\(String(describing: Self.storeError(error)?.kind))): \(error)")
                 outcome = .failed(Self.storeError(error)?.kind ?? .query, Self.storeError(error)?.commitOutcome)
             }
             stream.outcomes.withLock { $0[next] = outcome }
