@@ -118,10 +118,4 @@ extension MigrationError {
         }
         return MigrationError(kind, entity: entity, property: property, message)
     }
-
-    /// The error a ``StoreMigrator`` throws when its store failed while migrating (`.store`,
-    /// the store's error as ``underlyingDescription``); the store must then be unchanged.
-    public static func storeFailed(_ message: String, underlying: any Error) -> MigrationError {
-        MigrationError(.store, message, underlying: underlying)
-    }
 }

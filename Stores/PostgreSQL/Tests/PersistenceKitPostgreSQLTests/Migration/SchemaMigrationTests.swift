@@ -12,12 +12,15 @@ struct SchemaMigrationTests {
     typealias M = MigrationModels
 
     /// A container on `schema` with `model`; `migrate: false` turns automatic migration off.
-    static func load(_ model: NSManagedObjectModel, schema: String, migrate: Bool = true) async throws -> NSPersistentContainer {
+    static func load(
+        _ model: NSManagedObjectModel, schema: String, migrate: Bool = true, staged: NSStagedMigrationManager? = nil
+    ) async throws -> NSPersistentContainer {
         PostgreSQLStore.register()
         let container = NSPersistentContainer(name: "Library", managedObjectModel: model)
         let description = NSPersistentStoreDescription(url: TestServer.url, type: NSPostgreSQLStoreType)
         for (k, v) in TestServer.options(schema: schema, listens: false) { description.setOption(v, forKey: k) }
         description.shouldMigrateStoreAutomatically = migrate
+        description.stagedMigrationManager = staged
         container.persistentStoreDescriptions = [description]
         try await container.loadPersistentStores()
         return container
@@ -237,6 +240,35 @@ struct SchemaMigrationTests {
         #expect((error?.underlying as? MigrationError)?.kind == .toManyHoldsSeveral(primaryKey: adaKey), "\(String(describing: error))")
         #expect(try Self.shape(of: schema) == before)
         try await Self.expectVersion1Intact(v1, schema: schema)
+    }
+
+    @Test("A staged migration of lightweight stages runs in place; a custom stage with handlers is refused, typed")
+    func stagedMigration() async throws {
+        let models = try M([("V1", M.v1), ("V2", M.v2)], current: "V2")
+        defer { models.remove() }
+        let v1 = try models.version("V1")
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: v1) }
+        try await Self.seed(v1, schema: schema)
+        let v2 = try models.current()
+
+        let custom = NSCustomMigrationStage(
+            migratingFrom: NSManagedObjectModelReference(model: v1, versionChecksum: v1.versionChecksum),
+            to: NSManagedObjectModelReference(model: v2, versionChecksum: v2.versionChecksum))
+        custom.label = "fill ranks"
+        custom.didMigrateHandler = { _, _ in }
+        let error = await #expect(throws: CoreDataError.self) {
+            _ = try await Self.load(v2, schema: schema, migrate: false, staged: NSStagedMigrationManager([custom]))
+        }
+        #expect((error?.underlying as? MigrationError)?.kind == .invalidStages("fill ranks"), "\(String(describing: error))")
+        try await Self.expectVersion1Intact(v1, schema: schema)
+
+        let stages = NSStagedMigrationManager([NSLightweightMigrationStage([v1.versionChecksum, v2.versionChecksum])])
+        let container = try await Self.load(v2, schema: schema, migrate: false, staged: stages)
+        defer { Self.close(container) }
+        let ctx = container.newBackgroundContext()
+        let authors = try await ctx.perform { try ctx.count(for: NSFetchRequest<NSManagedObject>(entityName: "Author")) }
+        #expect(authors == 2)
     }
 
     /// The seeded objects read back with version 1, links and all.
