@@ -178,7 +178,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
             guard let migrator = Self.migrators.withLock({ $0[type] }),
                 try migrateInPlace(with: migrator, at: url, options: options ?? [:], staged: staged)
             else { throw error }
-            return try openStore(with: factory, type: type, at: url, options: options, staged: nil)
+            // Opened once more, without migrating again: a store still at another model (a
+            // third version written meanwhile) is reported, not migrated in a loop.
+            return try factory(url, options ?? [:], managedObjectModel)
         } catch let error as FileStoreError {
             if case .modelMismatch = error.kind, type == NSFileStoreType, let url,
                 try migrateFileStore(
