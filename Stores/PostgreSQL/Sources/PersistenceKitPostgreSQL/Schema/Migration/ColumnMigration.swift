@@ -45,8 +45,13 @@ struct ColumnMigration {
         for (i, k) in renamed.enumerated() {
             try c.execute("ALTER TABLE \(table) RENAME COLUMN \(quote("_pk_migrating_\(i)")) TO \(k.to.quoted)")
         }
+        // One ALTER TABLE for every type change: PostgreSQL rewrites the table (and rebuilds
+        // its indexes) once, not once per column.
+        let conversions = try kept.compactMap { try conversion(of: $0) }
+        if !conversions.isEmpty {
+            try c.execute("ALTER TABLE \(table) " + conversions.joined(separator: ", "))
+        }
         for k in kept {
-            try convert(k)
             // A column that was required holds no nils: nothing to fill or check.
             if !((map.source.properties[k.from.property] as? NSAttributeDescription).map { !$0.isOptional } ?? false) {
                 try fill(k.to)
@@ -57,11 +62,11 @@ struct ColumnMigration {
         }
     }
 
-    /// Converts a kept column whose SQL type changes, after checking that every stored
-    /// value fits.
-    private func convert(_ k: Kept) throws {
+    /// The `ALTER COLUMN … TYPE … USING …` clause that converts a kept column whose SQL
+    /// type changes (nil when it keeps its type), after checking that every stored value fits.
+    private func conversion(of k: Kept) throws -> String? {
         let (from, to) = (k.from.kind, k.to.kind)
-        guard from.sqlType != to.sqlType else { return }
+        guard from.sqlType != to.sqlType else { return nil }
         let col = k.to.quoted
         let using: String
         switch (from, to) {
@@ -81,7 +86,7 @@ struct ColumnMigration {
             }
             using = "\(col)::\(to.sqlType)"
         }
-        try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(col) TYPE \(to.sqlType) USING \(using)")
+        return "ALTER COLUMN \(col) TYPE \(to.sqlType) USING \(using)"
     }
 
     /// The values a narrower integer column holds.
