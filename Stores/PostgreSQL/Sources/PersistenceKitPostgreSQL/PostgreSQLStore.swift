@@ -15,7 +15,9 @@ public let NSPostgreSQLStoreType = "PostgreSQL"
 /// relationships as `bigint` key columns, to-many as `bigint[]` key lists; an index per
 /// indexed attribute and to-one; a deferred unique constraint per uniqueness constraint; and
 /// `_pk_metadata` (the store's identifier and the model's layout hash) and `_pk_keys` (the
-/// next primary key of each entity).
+/// next primary key of each entity). Loaded by a coordinator that allows migration, a store
+/// made with an older model version is migrated in place, in one transaction (see
+/// Docs/Migration.md).
 ///
 /// Every save is one transaction: rows it updates or deletes are locked (`FOR UPDATE`) and
 /// their `_version` compared with the version the context read, so an object another process
