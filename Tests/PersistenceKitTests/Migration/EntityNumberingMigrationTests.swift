@@ -124,6 +124,14 @@ import Testing
                     (a.value(forKey: "favourite") as? NSManagedObject)?.value(forKey: "title") as? String ?? "-"
             }
             let pages = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Page")).compactMap { $0.value(forKey: "number") as? Int32 }
+            // The old entity's appended end reads the same links from its side.
+            var fans: [String: String] = [:]
+            for note in try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Note")) {
+                for fan in note.mutableSetValue(forKey: "fans").objects {
+                    fans[fan.value(forKey: "name") as? String ?? "?"] = note.value(forKey: "title") as? String ?? "?"
+                }
+            }
+            #expect(fans == authors, "each favourite note lists its fans")
             return (authors, pages.sorted())
         }
     }
@@ -215,6 +223,54 @@ import Testing
             try FSSupport.close(container)
         }
         #expect(!FileManager.default.fileExists(atPath: folder.storeURL.path + FileStore.layoutAliasSuffix))
+    }
+
+    /// A numbered file that a later version must rewrite is read through its numbering, and
+    /// the new file numbers entities as that version does.
+    @Test func aRewriteOfANumberedFileKeepsEverything() throws {
+        let folder = try TemporaryFolder()
+        let withDefault = Self.v2.replacingOccurrences(
+            of: #"<attribute name="title" attributeType="String" defaultValueString=""/>"#,
+            with: #"<attribute name="title" attributeType="String" defaultValueString=""/><attribute name="rank" attributeType="Integer 32" defaultValueString="4"/>"#)
+        let versions = [("V1", Self.v1), ("V2", Self.v2), ("V3", withDefault)]
+        let bundle2 = try S.bundle(in: folder.url, versions: versions, current: "V2")
+        try Self.seed(folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle2.appendingPathComponent("V1.xcdatamodel")))
+        var container = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle2))
+        try Self.insertAuthor("Ada", favourite: "note 0", page: 1, into: container)
+        try FSSupport.close(container)
+        let numbered = try Self.identity(folder.storeURL)
+
+        let v3 = try NSManagedObjectModel(modelFileAt: try S.bundle(in: folder.url, versions: versions, current: "V3"))
+        container = try S.container(at: folder.storeURL, model: v3)
+        #expect(try Self.identity(folder.storeURL)[0] != numbered[0], "an added attribute with a default takes a rewrite")
+        #expect(!FileManager.default.fileExists(atPath: folder.storeURL.path + FileStore.layoutAliasSuffix))
+        #expect(try FileStore.readHeader(at: folder.storeURL.path).modelHash == v3.layoutHash.prefix(16))
+        #expect(try Self.links(container) == Self.seeded)
+        #expect(try Self.authors(container).authors == ["Ada": "note 0"])
+        #expect(try Self.authors(container).pages == [1])
+        try FSSupport.close(container)
+    }
+
+    /// History written to a numbered file names its entities by the file's numbering and
+    /// reads back by the model's.
+    @Test func historyInANumberedFileNamesTheRightEntities() throws {
+        let folder = try TemporaryFolder()
+        let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v1), ("V2", Self.v2)], current: "V2")
+        let v1 = try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel"))
+        // A version 5 file (a store that tracks history keeps it in the file's own format).
+        try Self.seed(folder.storeURL, model: v1)
+        var container = try HistorySupport.container(.file, at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+        #expect(FileStore.effectiveLayout(header: try FileStore.readHeader(at: folder.storeURL.path).modelHash, path: folder.storeURL.path).numbering != nil)
+        try Self.insertAuthor("Ada", favourite: "note 1", page: 2, into: container)
+        let written = try HistorySupport.transactions(after: nil, in: container)
+        try FSSupport.close(container)
+        container = try HistorySupport.container(.file, at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+        let read = try HistorySupport.transactions(after: nil, in: container)
+        #expect(read == written)
+        #expect(read.last?.changes.contains { $0.hasPrefix("insert Author") } == true)
+        #expect(read.last?.changes.contains { $0.hasPrefix("insert Page") } == true)
+        #expect(read.last?.changes.contains { $0.hasPrefix("update Note") } == true)
+        try FSSupport.close(container)
     }
 
     @Test func aRemovedEntityIsStillRewritten() throws {
