@@ -133,7 +133,8 @@ struct DerivedEnds {
                     // reopen).
                     var cursor = table.rows.makeCursor()
                     while let (pk, ref) = cursor.next() {
-                        guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, numbering: numbering, path: path) else { continue }
+                        guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, numbering: numbering, path: path)
+                        else { continue }
                         let source = StoreRowID(entity: sourceEntity, primaryKey: pk)
                         Self.forEachTarget(of: value, in: end.entity) { target in
                             if lists[k][target]?.last != source { lists[k][target, default: []].append(source) }

@@ -55,7 +55,10 @@ extension FileStore {
             var r = ByteReader(buf, range: 40..<body, path: path + layoutAliasSuffix, numbering: nil)
             guard let n = try? r.u32(), n <= 1 << 20, r.remaining >= Int(n) * 4 else { return plain }
             var toModel: [Int32] = []
-            for _ in 0..<n { guard let e = try? r.i32() else { return plain }; toModel.append(e) }
+            for _ in 0..<n {
+                guard let e = try? r.i32() else { return plain }
+                toModel.append(e)
+            }
             guard let numbering = EntityNumbering(toModel: toModel), let m = try? r.u32(), Int(m) == r.remaining,
                 let model = try? StoreModelSection.decode(&r), r.remaining == 0
             else { return plain }

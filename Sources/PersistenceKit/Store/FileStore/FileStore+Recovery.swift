@@ -150,7 +150,8 @@ extension FileStore {
     ) throws(FileStoreError) {
         // The model record goes in the same write as the header: a file without it would be
         // a version 5 file whose metadata lacks the entity version hashes.
-        let bytes = FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash) + FileStoreFormat.modelRecord(model, sequence: 0)
+        let bytes =
+            FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash) + FileStoreFormat.modelRecord(model, sequence: 0)
         try writeWhole(bytes, to: path, through: path + "-new", in: directory, fs: fs, "creating the store")
     }
 
@@ -215,7 +216,8 @@ extension FileStore {
             let layout = effectiveLayout(header: header.modelHash, path: path)
             // A numbering must cover the model's entities (a sidecar's of another model
             // with the same layout hash cannot, as the hash covers the entities).
-            if layout.hash == model.layoutHash.prefix(16), (layout.numbering?.toModel.count ?? model.entities.count) == model.entities.count {
+            let numbered = layout.numbering?.toModel.count ?? model.entities.count
+            if layout.hash == model.layoutHash.prefix(16), numbered == model.entities.count {
                 s.numbering = layout.numbering
             } else {
                 let stored = NSManagedObjectModel.hex(layout.hash)
@@ -325,7 +327,9 @@ extension FileStore {
                     // holds no rows and takes no part in the run of record numbers.
                     guard offset == FileStoreFormat.headerSize, version >= 5 else {
                         if unsynced { return offset }
-                        throw FileStoreError(.corrupt, path: path, offset: offset + 4, "a model record where only a first record of a version 5 file may be one.")
+                        throw FileStoreError(
+                            .corrupt, path: path, offset: offset + 4,
+                            "a model record where only the first record of a version 5 file may be one: the file is damaged here.")
                     }
                     offset += total
                     continue
