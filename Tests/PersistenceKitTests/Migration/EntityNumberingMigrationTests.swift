@@ -273,6 +273,40 @@ import Testing
         try FSSupport.close(container)
     }
 
+    /// A new sub-entity of an old entity, sorting first: its rows are the old entity's too
+    /// (fetches include sub-entities), and old relationships to the old entity take them.
+    @Test func aNewSubentityOfAnOldEntityKeepsTheFile() throws {
+        let folder = try TemporaryFolder()
+        let v2 = Self.v1 + #"<entity name="Memo" parentEntity="Note"><attribute name="urgency" optional="YES" attributeType="Integer 16"/></entity>"#
+        let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v1), ("V2", v2)], current: "V2")
+        try Self.seed(folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel")))
+        let before = try Self.identity(folder.storeURL)
+        let model = try NSManagedObjectModel(modelFileAt: bundle)
+        var container = try S.container(at: folder.storeURL, model: model)
+        #expect(try Self.identity(folder.storeURL) == before)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let tags = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Tag"))
+            let t1 = try #require(tags.first { ($0.value(forKey: "label") as? String) == "t1" })
+            let memo = NSManagedObject(entity: try #require(model.entitiesByName["Memo"]), insertInto: context)
+            memo.setValue("memo", forKey: "title")
+            memo.setValue(Int16(2), forKey: "urgency")
+            memo.setValue(t1, forKey: "lead")
+            memo.mutableSetValue(forKey: "tags").insert(t1)
+            try context.save()
+        }
+        try FSSupport.close(container)
+        var expected = Self.seeded
+        expected.notes["memo"] = ["lead t1", "t1"]
+        expected.tags["t1"] = ["leads memo", "leads note 2", "memo", "note 0", "note 1"]
+        for compacts in [true, false] {
+            container = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+            #expect(try Self.links(container) == expected, "a note fetch includes the memo, and the tag lists it")
+            if compacts { try #require(FSSupport.fileStores(container).first).compact() }
+            try FSSupport.close(container)
+        }
+    }
+
     @Test func aRemovedEntityIsStillRewritten() throws {
         let folder = try TemporaryFolder()
         let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v2), ("V2", Self.v1)], current: "V2")
