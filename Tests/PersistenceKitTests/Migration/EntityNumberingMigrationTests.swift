@@ -307,6 +307,47 @@ import Testing
         }
     }
 
+    /// A new many-to-many whose owning end is the old entity's (its name sorts first): old
+    /// rows end before that column, read it as empty, and take links in later saves.
+    @Test func aNewManyToManyOwnedByTheOldEntityKeepsTheFile() throws {
+        let folder = try TemporaryFolder()
+        let zeds = #"<relationship name="zeds" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Zed" inverseName="notes" inverseEntity="Zed"/>"#
+        let v2 = #"""
+            <entity name="Note">\#(Self.noteBody)\#(zeds)</entity><entity name="Tag">\#(Self.tagBody)</entity>
+            <entity name="Zed"><attribute name="code" optional="YES" attributeType="String"/>
+            <relationship name="notes" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Note" inverseName="zeds" inverseEntity="Note"/></entity>
+            """#
+        let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v1), ("V2", v2)], current: "V2")
+        try Self.seed(folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel")))
+        let before = try Self.identity(folder.storeURL)
+        let model = try NSManagedObjectModel(modelFileAt: bundle)
+        var container = try S.container(at: folder.storeURL, model: model)
+        #expect(try Self.identity(folder.storeURL) == before)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let notes = try context.fetch(NSFetchRequest<NSManagedObject>(entityName: "Note"))
+            #expect(notes.allSatisfy { $0.mutableSetValue(forKey: "zeds").isEmpty }, "old rows read the new end as empty")
+            let zed = NSManagedObject(entity: try #require(model.entitiesByName["Zed"]), insertInto: context)
+            zed.setValue("z", forKey: "code")
+            for note in notes where (note.value(forKey: "title") as? String) != "note 2" { zed.mutableSetValue(forKey: "notes").insert(note) }
+            try context.save()
+        }
+        try FSSupport.close(container)
+        for compacts in [true, false] {
+            container = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+            #expect(try Self.links(container) == Self.seeded)
+            let reader = container.newBackgroundContext()
+            let linked = try reader.performAndWait {
+                try reader.fetch(NSFetchRequest<NSManagedObject>(entityName: "Note")).compactMap { note -> String? in
+                    note.mutableSetValue(forKey: "zeds").isEmpty ? nil : note.value(forKey: "title") as? String
+                }.sorted()
+            }
+            #expect(linked == ["note 0", "note 1"])
+            if compacts { try #require(FSSupport.fileStores(container).first).compact() }
+            try FSSupport.close(container)
+        }
+    }
+
     @Test func aRemovedEntityIsStillRewritten() throws {
         let folder = try TemporaryFolder()
         let bundle = try S.bundle(in: folder.url, versions: [("V1", Self.v2), ("V2", Self.v1)], current: "V2")
