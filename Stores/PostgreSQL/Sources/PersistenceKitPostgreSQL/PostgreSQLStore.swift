@@ -15,7 +15,9 @@ public let NSPostgreSQLStoreType = "PostgreSQL"
 /// relationships as `bigint` key columns, to-many as `bigint[]` key lists; an index per
 /// indexed attribute and to-one; a deferred unique constraint per uniqueness constraint; and
 /// `_pk_metadata` (the store's identifier and the model's layout hash) and `_pk_keys` (the
-/// next primary key of each entity).
+/// next primary key of each entity). Loaded by a coordinator that allows migration, a store
+/// made with an older model version is migrated in place, in one transaction (see
+/// Docs/Migration.md).
 ///
 /// Every save is one transaction: rows it updates or deletes are locked (`FOR UPDATE`) and
 /// their `_version` compared with the version the context read, so an object another process
@@ -64,9 +66,29 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// Registers the store type, so that descriptions with type ``NSPostgreSQLStoreType``
     /// open a PostgreSQL store. Safe to call more than once.
     public static func register() {
-        NSPersistentStoreCoordinator.registerStoreType(NSPostgreSQLStoreType) { url, options, model in
-            try PostgreSQLStore(url: url, options: options, model: model)
+        NSPersistentStoreCoordinator.registerStoreType(
+            NSPostgreSQLStoreType,
+            factory: { url, options, model in try PostgreSQLStore(url: url, options: options, model: model) },
+            migrator: { request in try SchemaMigration.migrate(request) })
+    }
+
+    /// The libpq connection string for `url` or `options`, and the server named for messages
+    /// (without the password).
+    ///
+    /// - Throws: ``PostgreSQLStoreError`` `.invalidURL` when neither names a server.
+    static func connectionInfo(url: URL?, options: [String: String]) throws(PostgreSQLStoreError) -> (conninfo: String, target: String) {
+        if let keywords = options[connectionStringOptionKey] {
+            return (keywords, redacted(keywords))
         }
+        guard let url, url.scheme == "postgresql" || url.scheme == "postgres" else {
+            throw PostgreSQLStoreError(
+                .invalidURL, target: url?.absoluteString ?? "no URL",
+                "a PostgreSQL store needs a postgresql:// URL (postgresql://user@host:5432/database) or a libpq "
+                    + "keyword string under the option \(connectionStringOptionKey).")
+        }
+        var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        shown?.password = nil
+        return (url.absoluteString, shown?.string ?? url.host ?? "PostgreSQL")
     }
 
     /// Opens the store at `url` (a `postgresql://` or `postgres://` URL), creating its
@@ -75,34 +97,15 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// - Throws: ``PostgreSQLStoreError`` (`.invalidURL`, `.connectionFailed`, `.query`,
     ///   `.unsupportedModel`); a ``PersistenceKit/CoreDataError`` with code
     ///   `.persistentStoreIncompatibleVersionHash` (134100) when the store was made with
-    ///   another model, as a file store's mismatch.
+    ///   another model, as a file store's mismatch (a coordinator then migrates the schema
+    ///   when the description allows it; see Docs/Migration.md).
     public init(url: URL?, options: [String: String] = [:], model: NSManagedObjectModel) throws {
-        let conninfo: String
-        let target: String
-        if let keywords = options[Self.connectionStringOptionKey] {
-            conninfo = keywords
-            target = Self.redacted(keywords)
-        } else if let url, url.scheme == "postgresql" || url.scheme == "postgres" {
-            conninfo = url.absoluteString
-            var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
-            shown?.password = nil
-            target = shown?.string ?? url.host ?? "PostgreSQL"
-        } else {
-            throw PostgreSQLStoreError(
-                .invalidURL, target: url?.absoluteString ?? "no URL",
-                "a PostgreSQL store needs a postgresql:// URL (postgresql://user@host:5432/database) or a libpq "
-                    + "keyword string under the option \(Self.connectionStringOptionKey).")
-        }
+        let (conninfo, target) = try Self.connectionInfo(url: url, options: options)
         self.url = url
-        self.schema = options[Self.schemaOptionKey] ?? "public"
+        let schema = options[Self.schemaOptionKey] ?? "public"
+        self.schema = schema
         self.support = StoreCommitSupport(model: model)
-        let sorted = model.entities.sorted { $0.name < $1.name }
-        var entityIndex: [String: Int32] = [:]
-        for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
-        let schema = self.schema
-        self.layouts = try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
-            try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
-        }
+        self.layouts = try TableLayout.all(of: model, schema: schema)
         self.channel = Self.channel(for: schema)
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
         self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)

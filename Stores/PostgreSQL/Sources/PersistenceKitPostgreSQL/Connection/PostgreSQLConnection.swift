@@ -48,8 +48,13 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     deinit { PQfinish(handle) }
 
+    /// Set when a statement failed because the connection dropped, though libpq may still
+    /// report it open (a failed send leaves its status at OK): a broken connection is not
+    /// given back to the pool.
+    private var broken = false
+
     /// Whether the connection is still up (false once the server went away).
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for waiting on notifications.
     var socket: Int32 { PQsocket(handle) }
@@ -168,6 +173,13 @@ final class PostgreSQLConnection: @unchecked Sendable {
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
         PQclear(result)
+        // An error without SQLSTATE comes from libpq, not the server: the connection failed
+        // (a write to a closed socket, "server closed the connection unexpectedly"). Class
+        // 08 (connection exception) and 57P01-57P03 (the server shutting down or restarting)
+        // end the connection too.
+        if state == nil || state?.hasPrefix("08") == true || ["57P01", "57P02", "57P03"].contains(state ?? "") {
+            broken = true
+        }
         let kind: PostgreSQLStoreError.Kind = isHealthy ? .query : .connectionLost
         throw PostgreSQLStoreError(kind, target: target, "\(message) (running: \(Self.head(sql)))", sqlState: state)
     }

@@ -25,7 +25,8 @@ struct SchemaBuilder {
     ///   `.persistentStoreIncompatibleVersionHash` when the stored model hash differs.
     func open(in pool: ConnectionPool) throws -> Opened {
         try pool.withConnection { c in
-            // An existing store: one read, no lock (its metadata never changes once written).
+            // An existing store: one read, no lock. Its metadata changes only in a migration,
+            // which commits the new hash with the new tables: a read sees either whole.
             do {
                 let opened = try read(c)
                 try check(opened)
@@ -73,22 +74,8 @@ struct SchemaBuilder {
     }
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {
-        for t in layouts {
-            let columns = ["\"_pk\" bigint PRIMARY KEY", "\"_version\" bigint NOT NULL"]
-                + t.columns.map { "\($0.quoted) \($0.kind.sqlType)" }
-            try c.execute("CREATE TABLE \(t.table) (\(columns.joined(separator: ", ")))")
-            for col in t.columns where col.indexed {
-                try c.execute("CREATE INDEX \(quote("pk_idx_\(t.entity)_\(col.property)")) ON \(t.table) (\(col.quoted))")
-            }
-            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated() {
-                let names = constraint.compactMap { t.column($0)?.quoted }
-                // Deferred to the commit: a save that swaps two rows' values is valid as a
-                // whole, though each single update would clash.
-                try c.execute(
-                    "ALTER TABLE \(t.table) ADD CONSTRAINT \(quote("pk_uq_\(t.entity)_\(k)")) UNIQUE (\(names.joined(separator: ", "))) "
-                        + "DEFERRABLE INITIALLY DEFERRED")
-            }
-        }
+        for t in layouts { try c.execute(Self.createTable(t)) }
+        for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
         try c.execute("CREATE TABLE \(keysTable) (entity text PRIMARY KEY, next bigint NOT NULL)")
         for t in layouts {
             try c.execute("INSERT INTO \(keysTable) (entity, next) VALUES ($1, 1)", [.text(t.entityName)], prepare: false)
@@ -99,5 +86,49 @@ struct SchemaBuilder {
             try c.execute("INSERT INTO \(metadataTable) (key, value) VALUES ($1, $2)", [.text(k), .text(v)], prepare: false)
         }
         return opened
+    }
+
+    /// The statement that creates `t`'s table (without its indexes).
+    static func createTable(_ t: TableLayout) -> String {
+        let columns = ["\"_pk\" bigint PRIMARY KEY", "\"_version\" bigint NOT NULL"] + t.columns.map { "\($0.quoted) \($0.kind.sqlType)" }
+        return "CREATE TABLE \(t.table) (\(columns.joined(separator: ", ")))"
+    }
+
+    /// The indexes and uniqueness constraints a store of these layouts has: an index per
+    /// indexed column, a deferred unique constraint per uniqueness constraint.
+    static func indexes(of layouts: [TableLayout], support: StoreCommitSupport) -> [StoreIndex] {
+        var all: [StoreIndex] = []
+        for t in layouts {
+            for col in t.columns where col.indexed {
+                all.append(StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)", table: t.entityName, columns: [col.name], unique: false))
+            }
+            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated() {
+                let names = constraint.compactMap { t.column($0)?.name }
+                all.append(StoreIndex(name: "pk_uq_\(t.entity)_\(k)", table: t.entityName, columns: names, unique: true))
+            }
+        }
+        return all
+    }
+}
+
+/// An index or uniqueness constraint the store made: its name (unique in the schema, as
+/// PostgreSQL names a constraint's index after it), table and columns, unquoted.
+struct StoreIndex: Hashable {
+    let name: String
+    let table: String
+    let columns: [String]
+    /// A deferred unique constraint rather than a plain index.
+    let unique: Bool
+
+    /// The statement that creates it in `schema`.
+    func createStatement(schema: String) -> String {
+        let table = "\(quote(schema)).\(quote(self.table))"
+        let list = columns.map(quote).joined(separator: ", ")
+        if unique {
+            // Deferred to the commit: a save that swaps two rows' values is valid as a
+            // whole, though each single update would clash.
+            return "ALTER TABLE \(table) ADD CONSTRAINT \(quote(name)) UNIQUE (\(list)) DEFERRABLE INITIALLY DEFERRED"
+        }
+        return "CREATE INDEX \(quote(name)) ON \(table) (\(list))"
     }
 }

@@ -41,6 +41,8 @@ enum ColumnKind: Sendable, Equatable {
 struct Column: Sendable {
     /// The property's index in its entity.
     let property: Int
+    /// The property's name (the column's name).
+    let name: String
     /// The property's name, quoted as an SQL identifier.
     let quoted: String
     let kind: ColumnKind
@@ -66,6 +68,16 @@ struct TableLayout: Sendable {
     /// The same for SELECT, in binary form: numerics and key lists cast to text (their
     /// binary forms are PostgreSQL's internal layouts).
     let selectList: String
+
+    /// The layouts of every entity of `model`, in entity order (entities sorted by name).
+    static func all(of model: NSManagedObjectModel, schema: String) throws(PostgreSQLStoreError) -> [TableLayout] {
+        let sorted = model.entities.sorted { $0.name < $1.name }
+        var entityIndex: [String: Int32] = [:]
+        for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
+        return try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
+            try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
+        }
+    }
 
     init(entity: NSEntityDescription, index: Int32, schema: String, entityIndex: [String: Int32]) throws(PostgreSQLStoreError) {
         self.entity = index
@@ -108,7 +120,7 @@ struct TableLayout: Sendable {
                     .unsupportedModel, target: schema, "property \(entity.name).\(p.name) has no destination entity in the model.")
             }
             byProperty.append(columns.count)
-            columns.append(Column(property: i, quoted: quote(p.name), kind: kind, indexed: indexed))
+            columns.append(Column(property: i, name: p.name, quoted: quote(p.name), kind: kind, indexed: indexed))
         }
         self.columns = columns
         self.columnOfProperty = byProperty
