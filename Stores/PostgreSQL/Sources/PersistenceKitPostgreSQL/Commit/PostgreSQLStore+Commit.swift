@@ -40,6 +40,7 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
+        try refuseNULText(in: transaction)
         var attempt = 0
         while true {
             attempt += 1

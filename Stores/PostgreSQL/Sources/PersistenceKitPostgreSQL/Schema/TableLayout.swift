@@ -59,6 +59,8 @@ struct TableLayout: Sendable {
     let table: String
     /// The stored properties' columns, in property order (transient properties have none).
     let columns: [Column]
+    /// Whether some column holds strings (saves check those for U+0000).
+    let hasStringColumns: Bool
     /// The number of the entity's properties (stored rows hold one value per property).
     let propertyCount: Int
     /// The column of each property (nil for transient properties).
@@ -123,6 +125,7 @@ struct TableLayout: Sendable {
             columns.append(Column(property: i, name: p.name, quoted: quote(p.name), kind: kind, indexed: indexed))
         }
         self.columns = columns
+        self.hasStringColumns = columns.contains { $0.kind == .string }
         self.columnOfProperty = byProperty
         self.propertyCount = entity.properties.count
         self.columnList = (["\"_pk\"", "\"_version\""] + columns.map(\.quoted)).joined(separator: ", ")
