@@ -41,6 +41,10 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     public static let poolSizeOptionKey = "PostgreSQLPoolSize"
     /// The option that turns off listening for other processes' saves (`"false"`).
     public static let listensOptionKey = "PostgreSQLListens"
+    /// The metadata key (in ``metadata`` and the `_pk_metadata` table) of the version of
+    /// the store's table layout. A store of another layout version is refused on open with
+    /// ``PostgreSQLStoreError/Kind/unsupportedLayout(found:)``.
+    public static let layoutVersionKey = "PostgreSQLLayoutVersion"
 
     /// See ``PersistentStore``. The identifier recorded in the database when the store was
     /// created, so every process names objects alike.
@@ -117,6 +121,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             NSStoreUUIDKey: opened.identifier,
             PersistenceKitModelLayoutHashKey: opened.layoutHash,
             "ModelVersionHash": model.versionHashString,
+            Self.layoutVersionKey: opened.layoutVersion,
         ]
         if options[Self.listensOptionKey] != "false" {
             let listener = try RemoteChangeListener(store: self)

@@ -47,6 +47,11 @@ enum SchemaMigration {
             let r = try c.execute(
                 "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PersistenceKitModelLayoutHashKey)], prepare: false)
             let storeHash = r.count == 1 ? r.text(0, 0) : ""
+            let v = try c.execute(
+                "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PostgreSQLStore.layoutVersionKey)], prepare: false)
+            // A store of another table layout is not migrated: its tables are not the ones
+            // the steps below expect.
+            try SchemaBuilder.checkLayout(v.count == 1 ? v.text(0, 0) : "", schema: schema, target: target)
             let steps = try request.steps(fromLayoutHash: storeHash)
             guard !steps.isEmpty else {
                 try c.execute("ROLLBACK")
