@@ -105,9 +105,39 @@ struct StepMigration {
         for (i, map) in renamed.enumerated() {
             try rename(entity: "_pk_migrating_\(i)", to: map.destination.name)
         }
+        // Ends that were derived and now have a column are listed before any column
+        // changes: the owning columns they are read from may be renamed, converted or
+        // dropped below.
+        let oldByIndex = Array(oldLayouts.values).sorted { $0.entity < $1.entity }
+        let renamedTo = Dictionary(uniqueKeysWithValues: step.entities.map { ($0.source.name, $0.destination.name) })
+        var snapshots: [String: [Int: String]] = [:]
         for map in step.entities {
             guard let old = oldLayouts[map.source.name], let new = newByName[map.destination.name] else { continue }
-            try ColumnMigration(map: map, old: old, new: new, table: table(map.destination.name), connection: c).run()
+            for to in new.columns {
+                guard let p = map.sourceProperties[to.property], old.column(p) == nil, let end = old.derivedEnd(p) else { continue }
+                let source = oldByIndex[Int(end.destination)].entityName
+                let name = "_pk_derived_\(snapshots.values.map(\.count).reduce(0, +))"
+                let keys: String
+                if let kept = renamedTo[source] {
+                    let moved = DerivedEnd(
+                        property: end.property, name: end.name, destination: end.destination, sourceTable: table(kept),
+                        sourceColumn: end.sourceColumn, sourceColumnName: end.sourceColumnName, sourceIsList: end.sourceIsList)
+                    keys = moved.keys(of: "t.\"_pk\"")
+                } else {
+                    keys = "'{}'::bigint[]"  // the owning entity is gone, and its links with it
+                }
+                try c.execute(
+                    "CREATE TEMPORARY TABLE \(quote(name)) ON COMMIT DROP AS SELECT t.\"_pk\" AS pk, \(keys) AS keys "
+                        + "FROM \(table(map.destination.name)) t")
+                snapshots[map.destination.name, default: [:]][to.property] = quote(name)
+            }
+        }
+        for map in step.entities {
+            guard let old = oldLayouts[map.source.name], let new = newByName[map.destination.name] else { continue }
+            try ColumnMigration(
+                map: map, old: old, new: new, table: table(map.destination.name), connection: c,
+                derivedValues: snapshots[map.destination.name] ?? [:]
+            ).run()
         }
         let mapped = Set(step.entities.map(\.destination.name))
         for t in newLayouts where !mapped.contains(t.entityName) {

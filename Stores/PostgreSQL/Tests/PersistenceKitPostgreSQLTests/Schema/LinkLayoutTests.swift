@@ -1,0 +1,180 @@
+import Foundation
+import PersistenceKit
+import PersistenceKitPostgreSQL
+import Testing
+
+// A playlist keeps its songs in order (an ordered one-to-many); an album lists songs in
+// order and a song is on many albums (an ordered many-to-many); a label marks many songs and
+// a song has many labels (an unordered many-to-many).
+
+final class LLPlaylist: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "playlist", deleteRule: .nullifyDeleteRule) var songs: [LLSong]
+}
+
+final class LLSong: NSManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: "songs") var playlist: LLPlaylist?
+    @Relationship(inverse: "songs") var albums: Set<LLAlbum>
+    @Relationship(inverse: "songs") var labels: Set<LLLabel>
+}
+
+final class LLAlbum: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "albums") var songs: [LLSong]
+}
+
+final class LLLabel: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "labels") var songs: Set<LLSong>
+}
+
+@Suite("PostgreSQL store: links kept at their owning end", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
+struct LinkLayoutTests {
+    /// The columns of `table` in `schema`.
+    private static func columns(_ admin: AdminConnection, _ schema: String, _ table: String) throws -> Set<String> {
+        Set(
+            try admin.column(
+                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = '\(schema)' AND table_name = '\(table)'"))
+    }
+
+    @Test("Putting one book on a shelf of 5,000 writes the book's key, not the shelf's list")
+    func oneBookOnALargeShelf() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let container = try await TestServer.container(model: model, schema: schema)
+        let admin = try AdminConnection(url: try #require(TestServer.url))
+        // The to-many ends of one-to-many and many-to-many links have no column.
+        #expect(!(try Self.columns(admin, schema, "Shelf")).contains("books"))
+        #expect(!(try Self.columns(admin, schema, "Book")).contains("authors"))
+        #expect(try Self.columns(admin, schema, "Book").contains("shelf"))
+        #expect(try Self.columns(admin, schema, "Author").contains("books"), "the owning end of the many-to-many")
+
+        let ctx = container.newBackgroundContext()
+        let shelfID = try await ctx.perform {
+            let shelf = Shelf(context: ctx)
+            shelf.name = "long"
+            for i in 0..<5_000 {
+                let b = Book(context: ctx)
+                b.title = "b\(i)"
+                b.shelf = shelf
+            }
+            try ctx.save()
+            return shelf.objectID
+        }
+        let shelfKey = try #require(Int64(shelfID.uriRepresentation().lastPathComponent.dropFirst()))
+        let shelfRow = "SELECT %@ FROM \"\(schema)\".\"Shelf\" WHERE _pk = \(shelfKey)"
+        let versionBefore = try admin.column(shelfRow.replacingOccurrences(of: "%@", with: "_version::text"))
+
+        let adder = container.newBackgroundContext()
+        try await adder.perform {
+            let shelf = try #require(try adder.existingObject(with: shelfID) as? Shelf)
+            let b = Book(context: adder)
+            b.title = "one more"
+            b.shelf = shelf
+            try adder.save()
+        }
+        // Core Data counts a relationship change as an update of both objects: the shelf's
+        // version moves on (a stale copy of it is a conflict), but its row holds no list.
+        let versionAfter = try admin.column(shelfRow.replacingOccurrences(of: "%@", with: "_version::text"))
+        #expect(versionAfter.map { Int($0) } == versionBefore.map { Int($0).map { $0 + 1 } })
+        let rowBytes = try #require(Int(try admin.column(shelfRow.replacingOccurrences(of: "%@", with: "pg_column_size(\"Shelf\".*)::text")).first ?? ""))
+        #expect(rowBytes < 200, "the shelf's row holds \(rowBytes) bytes")
+
+        // Another coordinator reads the list from the books.
+        let other = try await TestServer.container(model: model, schema: schema, listens: false)
+        let reader = other.newBackgroundContext()
+        try await reader.perform {
+            let shelf = try #require(try reader.existingObject(with: shelfID) as? Shelf)
+            #expect(shelf.books.count == 5_001)
+            #expect(shelf.books.contains { $0.title == "one more" })
+            let onShelf = NSFetchRequest<Book>(entityName: "Book")
+            onShelf.predicate = NSPredicate(format: "shelf == %@", shelf)
+            #expect(try reader.count(for: onShelf) == 5_001)
+            let full = NSFetchRequest<Shelf>(entityName: "Shelf")
+            full.predicate = NSPredicate(format: "books.@count > 5000 AND ANY books.title == 'one more'")
+            #expect(try reader.count(for: full) == 1)
+        }
+    }
+
+    @Test("Ordered and many-to-many links read back alike after a reopen and in another coordinator")
+    func orderedAndManyToManyRoundTrip() async throws {
+        let model = try NSManagedObjectModel(managedObjectClasses: [LLPlaylist.self, LLSong.self, LLAlbum.self, LLLabel.self])
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let first = try await TestServer.container(model: model, schema: schema, listens: false)
+        let ctx = first.newBackgroundContext()
+        try await ctx.perform {
+            var songs: [String: LLSong] = [:]
+            for t in ["a", "b", "c", "d"] {
+                let s = LLSong(context: ctx)
+                s.title = t
+                songs[t] = s
+            }
+            let list = LLPlaylist(context: ctx)
+            list.name = "list"
+            list.songs = [songs["c"]!, songs["a"]!, songs["d"]!]
+            let album = LLAlbum(context: ctx)
+            album.name = "album"
+            album.songs = [songs["d"]!, songs["b"]!, songs["a"]!]
+            let loud = LLLabel(context: ctx)
+            loud.name = "loud"
+            loud.songs = [songs["a"]!, songs["b"]!]
+            let calm = LLLabel(context: ctx)
+            calm.name = "calm"
+            calm.songs = [songs["c"]!]
+            try ctx.save()
+        }
+        try await Self.expect(
+            in: TestServer.container(model: model, schema: schema, listens: false), list: ["c", "a", "d"], album: ["d", "b", "a"],
+            labels: ["loud": ["a", "b"], "calm": ["c"]])
+
+        // Changed in a second coordinator: reordered, a song moved between labels.
+        let second = try await TestServer.container(model: model, schema: schema, listens: false)
+        let editor = second.newBackgroundContext()
+        try await editor.perform {
+            let songs = Dictionary(uniqueKeysWithValues: try editor.fetch(NSFetchRequest<LLSong>(entityName: "LLSong")).map { ($0.title, $0) })
+            let list = try #require(try editor.fetch(NSFetchRequest<LLPlaylist>(entityName: "LLPlaylist")).first)
+            list.songs = [songs["d"]!, songs["c"]!, songs["b"]!]
+            let album = try #require(try editor.fetch(NSFetchRequest<LLAlbum>(entityName: "LLAlbum")).first)
+            album.songs = [songs["a"]!, songs["d"]!]
+            let a = songs["a"]!
+            a.labels = Set(try editor.fetch(NSFetchRequest<LLLabel>(entityName: "LLLabel")).filter { $0.name == "calm" })
+            try editor.save()
+        }
+        try await Self.expect(
+            in: TestServer.container(model: model, schema: schema, listens: false), list: ["d", "c", "b"], album: ["a", "d"],
+            labels: ["loud": ["b"], "calm": ["a", "c"]])
+    }
+
+    /// Expects the stored playlist, album and labels, read in a fresh context of `container`
+    /// from both ends of each link.
+    private static func expect(
+        in container: NSPersistentContainer, list: [String], album: [String], labels: [String: Set<String>],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            let playlist = try #require(try ctx.fetch(NSFetchRequest<LLPlaylist>(entityName: "LLPlaylist")).first)
+            #expect(playlist.songs.map(\.title) == list, sourceLocation: sourceLocation)
+            let a = try #require(try ctx.fetch(NSFetchRequest<LLAlbum>(entityName: "LLAlbum")).first)
+            #expect(a.songs.map(\.title) == album, sourceLocation: sourceLocation)
+            var byLabel: [String: Set<String>] = [:]
+            var fromSongs: [String: Set<String>] = [:]
+            for label in try ctx.fetch(NSFetchRequest<LLLabel>(entityName: "LLLabel")) {
+                byLabel[label.name] = Set(label.songs.map(\.title))
+            }
+            for song in try ctx.fetch(NSFetchRequest<LLSong>(entityName: "LLSong")) {
+                for label in song.labels { fromSongs[label.name, default: []].insert(song.title) }
+                #expect(song.playlist.map { _ in list.contains(song.title) } ?? !list.contains(song.title), sourceLocation: sourceLocation)
+                #expect(Set(song.albums.map(\.name)) == (album.contains(song.title) ? ["album"] : []), sourceLocation: sourceLocation)
+            }
+            #expect(byLabel.filter { !$0.value.isEmpty } == labels, sourceLocation: sourceLocation)
+            #expect(fromSongs == labels, "both ends of the many-to-many agree", sourceLocation: sourceLocation)
+            let tagged = NSFetchRequest<LLSong>(entityName: "LLSong")
+            tagged.predicate = NSPredicate(format: "ANY labels.name == 'calm'")
+            #expect(Set(try ctx.fetch(tagged).map(\.title)) == labels["calm"], sourceLocation: sourceLocation)
+        }
+    }
+}
