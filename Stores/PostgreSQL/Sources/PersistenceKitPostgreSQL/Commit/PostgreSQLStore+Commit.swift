@@ -101,6 +101,7 @@ extension PostgreSQLStore {
                 try c.execute("ROLLBACK")
                 return .conflicts(conflicts)
             }
+            try writeJoinedLinks(t, stored: rows, on: c)
             try notify(t, txid: txid, on: c)
             commitSent = true
             try c.execute("COMMIT")

@@ -11,8 +11,8 @@ import PersistenceKit
 /// optional semantics for nil, NaN unordered), `IN`, case- and diacritic-sensitive string
 /// tests (`==`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`), `&&`, `||`, `!`, key paths
 /// through to-ones (as left joins), `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
-/// to-many counts (derived ends, which have no column, as `EXISTS` and `count(*)` subqueries
-/// on the owning end's column). Left to memory: case- or diacritic-insensitive and `MATCHES` string
+/// to-many counts (ends without a column, as `EXISTS` and `count(*)` subqueries on the
+/// owning end's column or join table). Left to memory: case- or diacritic-insensitive and `MATCHES` string
 /// tests, comparisons of values of another kind than the column's, and what contains them
 /// under `!` or `ALL`.
 struct SQLTranslator {
@@ -113,8 +113,7 @@ struct SQLTranslator {
         case let .count(path, op, n):
             if let (key, end) = derivedEnd(path, &scope) {
                 // Counted where the links are kept, not listed first.
-                let count = "(SELECT count(*) FROM \(end.sourceTable) pkc WHERE \(end.links("pkc", to: key)))"
-                return Translated(sql: "\(count) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)
+                return Translated(sql: "\(end.count(of: key)) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)
             }
             guard let (expr, kind) = column(path, &scope), case .toMany = kind else { return nil }
             return Translated(sql: "COALESCE(cardinality(\(expr)), 0) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)

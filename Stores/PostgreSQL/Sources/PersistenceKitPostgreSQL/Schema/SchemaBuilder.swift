@@ -95,6 +95,9 @@ struct SchemaBuilder {
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {
         for t in layouts { try c.execute(Self.createTable(t)) }
+        for end in layouts.flatMap(\.derived) where end.ownsJoinTable {
+            for statement in Self.createJoinTable(end) { try c.execute(statement) }
+        }
         for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
         try c.execute("CREATE TABLE \(keysTable) (entity text PRIMARY KEY, next bigint NOT NULL)")
         for t in layouts {
@@ -118,6 +121,15 @@ struct SchemaBuilder {
         return "CREATE TABLE \(t.table) (\(columns.joined(separator: ", ")))"
     }
 
+    /// The statements that create the join table `end` (an owning end) writes: a row per
+    /// link, keyed by both rows, with an index on the other row for reading the other end.
+    static func createJoinTable(_ end: DerivedEnd) -> [String] {
+        [
+            "CREATE TABLE \(end.table) (\"source\" bigint NOT NULL, \"target\" bigint NOT NULL, PRIMARY KEY (\"source\", \"target\"))",
+            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\"target\")",
+        ]
+    }
+
     /// The indexes and uniqueness constraints a store of these layouts has: an index per
     /// indexed column, a deferred unique constraint per uniqueness constraint.
     static func indexes(of layouts: [TableLayout], support: StoreCommitSupport) -> [StoreIndex] {
@@ -127,7 +139,7 @@ struct SchemaBuilder {
                 all.append(StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)", table: t.entityName, columns: [col.name], unique: false))
             }
             // A key list that a derived end is read from: a GIN index serves its `@>` test.
-            let listed = Set(layouts.flatMap { $0.derived.filter { $0.sourceIsList && $0.destination == t.entity }.map(\.sourceColumnName) })
+            let listed = Set(layouts.flatMap { $0.derived.filter { $0.source == .list && $0.destination == t.entity }.map(\.match) })
             for col in t.columns where listed.contains(col.name) {
                 all.append(
                     StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)_gin", table: t.entityName, columns: [col.name], unique: false))

@@ -124,12 +124,9 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
-                if LinkLayout.isDerived(r, of: entity), let inverse = r.inverseRelationship {
+                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema) {
                     derivedOfProperty[i] = derived.count
-                    derived.append(
-                        DerivedEnd(
-                            property: i, name: r.name, destination: di, sourceTable: "\(quote(schema)).\(quote(d.name))",
-                            sourceColumn: quote(inverse.name), sourceColumnName: inverse.name, sourceIsList: inverse.isToMany))
+                    derived.append(end)
                     byProperty.append(nil)
                     continue
                 }
@@ -166,6 +163,25 @@ struct TableLayout: Sendable {
         let key = (alias ?? table) + ".\"_pk\""
         let lists = derived.map { $0.keys(of: key) + "::text" }
         return (["\(prefix)\"_pk\"", "\(prefix)\"_version\""] + values + lists).joined(separator: ", ")
+    }
+
+    /// The end `r` (property `i` of `entity`) when it has no column (see ``LinkLayout``).
+    private static func derivedEnd(
+        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String
+    ) -> DerivedEnd? {
+        guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
+        func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
+            let name = LinkLayout.joinTableName(owner: owner.entity?.name ?? ownerEntity, relationship: owner.name)
+            return DerivedEnd(
+                property: i, name: r.name, destination: di, source: .join(owns: owns), table: "\(quote(schema)).\(quote(name))",
+                tableName: name, match: owns ? "source" : "target", listed: owns ? "target" : "source")
+        }
+        if LinkLayout.isJoined(r, of: entity) { return joined(owner: r, ownerEntity: entity.name, owns: true) }
+        guard LinkLayout.isDerived(r, of: entity) else { return nil }
+        if LinkLayout.isJoined(inverse, of: d) { return joined(owner: inverse, ownerEntity: d.name, owns: false) }
+        return DerivedEnd(
+            property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
+            table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
     }
 
     /// The derived end of property `i`, or nil when it has a column, is not a relationship
