@@ -162,6 +162,32 @@ struct LinkLayoutTests {
             labels: ["loud": ["b"], "calm": ["a", "c"]])
     }
 
+    @Test("A store made with the key-list layout (no layout version recorded) is refused, typed, and left as it is")
+    func oldLayoutRefused() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let store = try TestServer.store(model: model, schema: schema)
+        #expect(store.metadata[PostgreSQLStore.layoutVersionKey] == "2")
+        store.close()
+        // What a store of the first layout holds: no version, every to-many end a key list.
+        let admin = try AdminConnection(url: try #require(TestServer.url))
+        try admin.run("DELETE FROM \"\(schema)\".\"_pk_metadata\" WHERE key = '\(PostgreSQLStore.layoutVersionKey)'")
+        try admin.run("ALTER TABLE \"\(schema)\".\"Shelf\" ADD COLUMN books bigint[]")
+        let error = #expect(throws: PostgreSQLStoreError.self) { _ = try TestServer.store(model: model, schema: schema) }
+        #expect(error?.kind == .unsupportedLayout(found: "1"), "\(String(describing: error))")
+        #expect(error?.message.contains("layout version 1") == true && error?.message.contains("destroy the store") == true)
+        // Through a coordinator: the same error, as the load's error or its cause.
+        do {
+            _ = try await TestServer.container(model: model, schema: schema)
+            Issue.record("the store opened")
+        } catch {
+            let cause = (error as? PostgreSQLStoreError) ?? ((error as? CoreDataError)?.underlying as? PostgreSQLStoreError)
+            #expect(cause?.kind == .unsupportedLayout(found: "1"), "\(error)")
+        }
+        #expect(try Self.columns(admin, schema, "Shelf").contains("books"), "nothing converted")
+    }
+
     /// Expects the stored playlist, album and labels, read in a fresh context of `container`
     /// from both ends of each link.
     private static func expect(
