@@ -6,7 +6,9 @@ enum ColumnKind: Sendable, Equatable {
     case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, uri
     /// A to-one relationship: the destination row's primary key.
     case toOne(destination: Int32)
-    /// A to-many relationship: the destination rows' primary keys, ascending (`bigint[]`).
+    /// A to-many relationship kept in its row (ordered, its own inverse, or without an
+    /// inverse; see ``LinkLayout``): the destination rows' primary keys (`bigint[]`), in the
+    /// relationship's order (ascending when unordered).
     case toMany(destination: Int32)
 
     /// The column's SQL type.
