@@ -90,6 +90,15 @@ struct LinkLayoutTests {
         #expect(rowBytes < 200, "the shelf's row holds \(rowBytes) bytes")
         // The author's 5,001 links are rows of the join table, one added by the save.
         #expect(try admin.column("SELECT count(*)::text FROM \"\(schema)\".\"_pk_link_Author_books\"") == ["5001"])
+        // The rows the save wrote carry its transaction's ID (`xmin`): the new book, its join
+        // row, and the shelf's and author's versions; none of the 5,000 books already there.
+        let txid = try #require(try admin.column(shelfRow.replacingOccurrences(of: "%@", with: "xmin::text")).first)
+        var written: [String] = []
+        for table in ["Book", "Shelf", "Author", "_pk_link_Author_books"] {
+            let n = try admin.column("SELECT count(*)::text FROM \"\(schema)\".\"\(table)\" WHERE xmin::text = '\(txid)'")
+            written.append("\(table) \(n.first ?? "?")")
+        }
+        #expect(written == ["Book 1", "Shelf 1", "Author 1", "_pk_link_Author_books 1"])
 
         // Another coordinator reads the list from the books.
         let other = try await TestServer.container(model: model, schema: schema, listens: false)
