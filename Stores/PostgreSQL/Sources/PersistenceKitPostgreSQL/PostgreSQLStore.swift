@@ -18,9 +18,9 @@ public let NSPostgreSQLStoreType = "PostgreSQL"
 /// `target`); an ordered to-many a `bigint[]` in its order. An index per indexed attribute
 /// and to-one; a deferred unique constraint per uniqueness constraint; `_pk_metadata` (the
 /// store's identifier, the model's layout hash and the layout version, see
-/// ``layoutVersionKey``) and `_pk_keys` (the next primary key of each entity). Loaded by a coordinator that allows migration, a store
-/// made with an older model version is migrated in place, in one transaction (see
-/// Docs/Migration.md).
+/// ``layoutVersionKey``) and `_pk_keys` (the next primary key of each entity). Loaded by a
+/// coordinator that allows migration, a store made with an older model version is migrated
+/// in place, in one transaction (see Docs/Migration.md).
 ///
 /// A String value holding U+0000 cannot be stored (PostgreSQL `text` cannot hold it): such a
 /// save fails with ``PostgreSQLStoreError/Kind/textHoldsNUL(entity:attribute:primaryKey:)``.
@@ -105,7 +105,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// tables from `model` when the database (schema) has none.
     ///
     /// - Throws: ``PostgreSQLStoreError`` (`.invalidURL`, `.connectionFailed`, `.query`,
-    ///   `.unsupportedModel`, `.unsupportedLayout` for a schema of another table layout); a ``PersistenceKit/CoreDataError`` with code
+    ///   `.unsupportedModel`, `.unsupportedLayout` for a schema of another table layout); a
+    ///   ``PersistenceKit/CoreDataError`` with code
     ///   `.persistentStoreIncompatibleVersionHash` (134100) when the store was made with
     ///   another model, as a file store's mismatch (a coordinator then migrates the schema
     ///   when the description allows it; see Docs/Migration.md).

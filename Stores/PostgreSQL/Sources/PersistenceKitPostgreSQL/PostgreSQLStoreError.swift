@@ -26,7 +26,8 @@ public struct PostgreSQLStoreError: Error, CustomStringConvertible, Sendable, Eq
         /// nothing of the save was written. Keep such values in a Binary Data attribute.
         case textHoldsNUL(entity: String, attribute: String, primaryKey: Int64)
         /// The schema holds a store whose tables are laid out in another way than this
-        /// version of the store lays them out (``PostgreSQLStore/layoutVersion``).
+        /// version of the store lays them out (see ``PostgreSQLStore/layoutVersionKey``). Stores
+        /// of another layout are not converted.
         case unsupportedLayout(found: String)
     }
 

@@ -12,9 +12,9 @@ import PersistenceKit
 /// tests (`==`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`), `&&`, `||`, `!`, key paths
 /// through to-ones (as left joins), `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
 /// to-many counts (ends without a column, as `EXISTS` and `count(*)` subqueries on the
-/// owning end's column or join table). Left to memory: case- or diacritic-insensitive and `MATCHES` string
-/// tests, comparisons of values of another kind than the column's, and what contains them
-/// under `!` or `ALL`.
+/// owning end's column or join table). Left to memory: case- or diacritic-insensitive and
+/// `MATCHES` string tests, comparisons of values of another kind than the column's, and what
+/// contains them under `!` or `ALL`.
 struct SQLTranslator {
     let layouts: [TableLayout]
     private(set) var parameters: [SQLParameter] = []

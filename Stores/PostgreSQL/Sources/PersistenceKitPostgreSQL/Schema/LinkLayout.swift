@@ -9,7 +9,8 @@ import PersistenceKit
 /// - a to-one is a `bigint` key column (indexed), and the to-many end of a one-to-many has
 ///   no column: it is read from that key column (`… WHERE "shelf" = <the shelf's key>`);
 /// - an unordered many-to-many is a join table (`source`, `target`: the owning row and the
-///   other; primary key on both, an index on `target`), and neither end has a column;
+///   other; primary key on both, an index on (`target`, `source`)), and neither end has a
+///   column;
 /// - an ordered owning to-many keeps its order in a `bigint[]` column, from which an
 ///   unordered other end is read (`@>`, with a GIN index).
 /// So a save that puts one book on a shelf of 50,000 writes the book's key column, never

@@ -85,12 +85,13 @@ struct SchemaBuilder {
     /// this build reads and writes.
     static func checkLayout(_ version: String, schema: String, target: String) throws(PostgreSQLStoreError) {
         guard version != LinkLayout.version else { return }
+        let found = version.isEmpty ? "1" : version
+        let what = found == "1" ? "layout version 1 (every to-many end a key list)" : "layout version \(found)"
         throw PostgreSQLStoreError(
-            .unsupportedLayout(found: version.isEmpty ? "1" : version), target: target,
-            "schema \(schema) holds a store with table layout version \(version.isEmpty ? "1" : version) (every to-many "
-                + "end a key list), and this build reads only layout version \(LinkLayout.version) (one-to-many and "
-                + "many-to-many ends read from the owning end's column); the layouts are not converted: export the "
-                + "objects with the build that made the store, or destroy the store and load it again.")
+            .unsupportedLayout(found: found), target: target,
+            "schema \(schema) holds a store with table \(what), and this build reads only layout version "
+                + "\(LinkLayout.version) (links at their owning end: key columns and join tables); layouts are not "
+                + "converted: export the objects with the build that made the store, or destroy the store and load it again.")
     }
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {

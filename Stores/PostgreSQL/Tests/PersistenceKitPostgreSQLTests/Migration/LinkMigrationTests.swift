@@ -3,21 +3,24 @@ import PersistenceKit
 import PersistenceKitPostgreSQL
 import Testing
 
-@Suite("PostgreSQL store: migrating links between key columns and join tables", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
+@Suite(
+    "PostgreSQL store: migrating links between key columns and join tables", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
 struct LinkMigrationTests {
     typealias M = MigrationModels
 
     /// Version 3 with the writer's `books` renamed `works` (renaming identifier `books`):
     /// the many-to-many's join table takes the new name, links kept.
     static let v4 = M.v3.replacingOccurrences(
-        of: "<relationship name=\"books\" optional=\"YES\" toMany=\"YES\"", with: "<relationship name=\"works\" elementID=\"books\" optional=\"YES\" toMany=\"YES\""
+        of: "<relationship name=\"books\" optional=\"YES\" toMany=\"YES\"",
+        with: "<relationship name=\"works\" elementID=\"books\" optional=\"YES\" toMany=\"YES\""
     ).replacingOccurrences(of: "inverseName=\"books\" inverseEntity=\"Author\"", with: "inverseName=\"works\" inverseEntity=\"Author\"")
 
     /// Version 4 with a book's `authors` back to a to-one `author` (renaming identifier
     /// `authors`): one-to-many again, the links moved from the join table to the books' key
     /// column.
     static let v5 = v4.replacingOccurrences(
-        of: "<relationship name=\"authors\" optional=\"YES\" toMany=\"YES\"", with: "<relationship name=\"author\" optional=\"YES\" maxCount=\"1\""
+        of: "<relationship name=\"authors\" optional=\"YES\" toMany=\"YES\"",
+        with: "<relationship name=\"author\" optional=\"YES\" maxCount=\"1\""
     ).replacingOccurrences(of: "inverseName=\"authors\" inverseEntity=\"Book\"", with: "inverseName=\"author\" inverseEntity=\"Book\""
     ).replacingOccurrences(of: "inverseEntity=\"Author\" elementID=\"writer\"", with: "inverseEntity=\"Author\" elementID=\"authors\"")
 
@@ -121,8 +124,11 @@ struct LinkMigrationTests {
         versions.append(("V5", Self.v5))
         let models = try M(versions, current: "V5")
         defer { models.remove() }
-        let error = await #expect(throws: CoreDataError.self) { _ = try await SchemaMigrationTests.load(try models.current(), schema: schema) }
-        #expect((error?.underlying as? MigrationError)?.kind == .toManyHoldsSeveral(primaryKey: try #require(notesKey)), "\(String(describing: error))")
+        let error = await #expect(throws: CoreDataError.self) {
+            _ = try await SchemaMigrationTests.load(try models.current(), schema: schema)
+        }
+        let key = try #require(notesKey)
+        #expect((error?.underlying as? MigrationError)?.kind == .toManyHoldsSeveral(primaryKey: key), "\(String(describing: error))")
         #expect(try SchemaMigrationTests.shape(of: schema) == before)
     }
 }

@@ -146,12 +146,14 @@ struct ColumnMigration {
         if case .toOne = col.kind {
             let r = try c.execute("SELECT pk FROM \(listed) WHERE cardinality(keys) > 1 ORDER BY pk LIMIT 1")
             if r.count == 1, let pk = Int64(r.text(0, 0)) {
-                throw MigrationError.storedValue(.toManyHoldsSeveral(primaryKey: pk), entity: map.destination.name, property: col.name, type: nil)
+                throw MigrationError.storedValue(
+                    .toManyHoldsSeveral(primaryKey: pk), entity: map.destination.name, property: col.name, type: nil)
             }
         }
         try add(col)
         let value = if case .toOne = col.kind { "l.keys[1]" } else { "l.keys" }
-        try c.execute("UPDATE \(table) t SET \(col.quoted) = \(value) FROM \(listed) l WHERE l.pk = t.\"_pk\" AND cardinality(l.keys) > 0")
+        try c.execute(
+            "UPDATE \(table) t SET \(col.quoted) = \(value) FROM \(listed) l WHERE l.pk = t.\"_pk\" AND cardinality(l.keys) > 0")
     }
 
     /// Throws the ``PersistenceKit/MigrationError`` `kind` names for the first stored row

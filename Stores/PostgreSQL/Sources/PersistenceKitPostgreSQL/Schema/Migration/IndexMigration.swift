@@ -20,7 +20,8 @@ struct IndexMigration {
         // name, since the wanted name may be held by another stale index.
         var renames: [(StoreIndex, StoreIndex)] = []
         for w in missing {
-            if let i = stale.firstIndex(where: { $0.table == w.table && $0.columns == w.columns && $0.unique == w.unique && $0.isGIN == w.isGIN }) {
+            let same = { (s: StoreIndex) in s.table == w.table && s.columns == w.columns && s.unique == w.unique && s.isGIN == w.isGIN }
+            if let i = stale.firstIndex(where: same) {
                 renames.append((stale.remove(at: i), w))
             }
         }

@@ -119,7 +119,8 @@ struct StepMigration {
             let name = quote("_pk_links_\(count)")
             count += 1
             try c.execute(
-                "CREATE TEMPORARY TABLE \(name) ON COMMIT DROP AS SELECT t.\"_pk\" AS pk, \(keys) AS keys FROM \(table(map.destination.name)) t")
+                "CREATE TEMPORARY TABLE \(name) ON COMMIT DROP AS "
+                    + "SELECT t.\"_pk\" AS pk, \(keys) AS keys FROM \(table(map.destination.name)) t")
             return name
         }
         for map in step.entities {
@@ -149,7 +150,8 @@ struct StepMigration {
             for statement in SchemaBuilder.createJoinTable(end) { try c.execute(statement) }
             if let listed {
                 try c.execute(
-                    "INSERT INTO \(end.table) (\"source\", \"target\") SELECT l.pk, k FROM \(listed) l, unnest(l.keys) k ON CONFLICT DO NOTHING")
+                    "INSERT INTO \(end.table) (\"source\", \"target\") SELECT l.pk, k FROM \(listed) l, unnest(l.keys) k "
+                        + "ON CONFLICT DO NOTHING")
             }
         }
         let mapped = Set(step.entities.map(\.destination.name))
