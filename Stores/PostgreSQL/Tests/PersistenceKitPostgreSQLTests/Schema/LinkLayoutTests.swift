@@ -173,6 +173,54 @@ struct LinkLayoutTests {
             labels: ["loud": ["b"], "calm": ["a", "c"]])
     }
 
+    @Test("A shelf and an author read before another coordinator linked a book to them are stale: changing them is a conflict")
+    func linkChangeMakesBothEndsStale() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let one = try await TestServer.container(model: model, schema: schema, listens: false)
+        let two = try await TestServer.container(model: model, schema: schema, listens: false)
+        let a = one.newBackgroundContext()
+        let (shelfID, authorID) = try await a.perform {
+            let shelf = Shelf(context: a)
+            shelf.name = "S"
+            let author = Author(context: a)
+            author.name = "A"
+            try a.save()
+            return (shelf.objectID, author.objectID)
+        }
+        let b = two.newBackgroundContext()
+        b.mergePolicy = .error
+        let uris = (shelfID.uriRepresentation(), authorID.uriRepresentation())
+        try await b.perform {
+            let shelf = try b.existingObject(with: try ConflictTests.id(uris.0, in: b)) as? Shelf
+            let author = try b.existingObject(with: try ConflictTests.id(uris.1, in: b)) as? Author
+            #expect(shelf?.name == "S" && author?.name == "A")
+        }
+        // Only the book's key column and a join row hold the new links.
+        try await a.perform {
+            let book = Book(context: a)
+            book.title = "new"
+            book.shelf = try #require(try a.existingObject(with: shelfID) as? Shelf)
+            book.authors = [try #require(try a.existingObject(with: authorID) as? Author)]
+            try a.save()
+        }
+        for (k, uri) in [uris.0, uris.1].enumerated() {
+            let error: (any Error)? = await b.perform {
+                do {
+                    let object = try b.existingObject(with: try ConflictTests.id(uri, in: b))
+                    object.setValue(k == 0 ? "S2" : "A2", forKey: "name")
+                    try b.save()
+                    return nil
+                } catch {
+                    b.rollback()
+                    return error
+                }
+            }
+            #expect((error as? CoreDataError)?.code == .managedObjectMerge, "\(k == 0 ? "shelf" : "author"): \(String(describing: error))")
+        }
+    }
+
     @Test("A store made with the key-list layout (no layout version recorded) is refused, typed, and left as it is")
     func oldLayoutRefused() async throws {
         let model = try Models.bookshelf()
