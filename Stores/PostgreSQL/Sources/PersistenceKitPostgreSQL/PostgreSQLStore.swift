@@ -11,13 +11,19 @@ public let NSPostgreSQLStoreType = "PostgreSQL"
 /// Open it with a `postgresql://user@host:port/database` URL in a store description (or a
 /// libpq keyword string under ``connectionStringOptionKey``), after calling
 /// ``register()`` once. The store creates its tables from the model on first open: a table
-/// per entity (named after it) with a column per stored property, `_pk` and `_version`; to-one
-/// relationships as `bigint` key columns, to-many as `bigint[]` key lists; an index per
-/// indexed attribute and to-one; a deferred unique constraint per uniqueness constraint; and
-/// `_pk_metadata` (the store's identifier and the model's layout hash) and `_pk_keys` (the
-/// next primary key of each entity). Loaded by a coordinator that allows migration, a store
-/// made with an older model version is migrated in place, in one transaction (see
-/// Docs/Migration.md).
+/// per entity (named after it) with a column per stored property, `_pk` and `_version`. Each
+/// link is kept at its owning end only: to-one relationships as `bigint` key columns; the
+/// to-many end of a one-to-many has no column and is read from the destination's key column;
+/// an unordered many-to-many is a join table (`_pk_link_<Entity>_<relationship>`: `source`,
+/// `target`); an ordered to-many a `bigint[]` in its order. An index per indexed attribute
+/// and to-one; a deferred unique constraint per uniqueness constraint; `_pk_metadata` (the
+/// store's identifier, the model's layout hash and the layout version, see
+/// ``layoutVersionKey``) and `_pk_keys` (the next primary key of each entity). Loaded by a
+/// coordinator that allows migration, a store made with an older model version is migrated
+/// in place, in one transaction (see Docs/Migration.md).
+///
+/// A String value holding U+0000 cannot be stored (PostgreSQL `text` cannot hold it): such a
+/// save fails with ``PostgreSQLStoreError/Kind/textHoldsNUL(entity:attribute:primaryKey:)``.
 ///
 /// Every save is one transaction: rows it updates or deletes are locked (`FOR UPDATE`) and
 /// their `_version` compared with the version the context read, so an object another process
@@ -41,6 +47,10 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     public static let poolSizeOptionKey = "PostgreSQLPoolSize"
     /// The option that turns off listening for other processes' saves (`"false"`).
     public static let listensOptionKey = "PostgreSQLListens"
+    /// The metadata key (in ``metadata`` and the `_pk_metadata` table) of the version of
+    /// the store's table layout. A store of another layout version is refused on open with
+    /// ``PostgreSQLStoreError/Kind/unsupportedLayout(found:)``.
+    public static let layoutVersionKey = "PostgreSQLLayoutVersion"
 
     /// See ``PersistentStore``. The identifier recorded in the database when the store was
     /// created, so every process names objects alike.
@@ -95,7 +105,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// tables from `model` when the database (schema) has none.
     ///
     /// - Throws: ``PostgreSQLStoreError`` (`.invalidURL`, `.connectionFailed`, `.query`,
-    ///   `.unsupportedModel`); a ``PersistenceKit/CoreDataError`` with code
+    ///   `.unsupportedModel`, `.unsupportedLayout` for a schema of another table layout); a
+    ///   ``PersistenceKit/CoreDataError`` with code
     ///   `.persistentStoreIncompatibleVersionHash` (134100) when the store was made with
     ///   another model, as a file store's mismatch (a coordinator then migrates the schema
     ///   when the description allows it; see Docs/Migration.md).
@@ -117,6 +128,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             NSStoreUUIDKey: opened.identifier,
             PersistenceKitModelLayoutHashKey: opened.layoutHash,
             "ModelVersionHash": model.versionHashString,
+            Self.layoutVersionKey: opened.layoutVersion,
         ]
         if options[Self.listensOptionKey] != "false" {
             let listener = try RemoteChangeListener(store: self)

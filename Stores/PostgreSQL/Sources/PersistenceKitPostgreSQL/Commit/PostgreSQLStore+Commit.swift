@@ -40,6 +40,7 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
+        try refuseNULText(in: transaction)
         var attempt = 0
         while true {
             attempt += 1
@@ -100,6 +101,7 @@ extension PostgreSQLStore {
                 try c.execute("ROLLBACK")
                 return .conflicts(conflicts)
             }
+            try writeJoinedLinks(t, stored: rows, on: c)
             try notify(t, txid: txid, on: c)
             commitSent = true
             try c.execute("COMMIT")
@@ -276,9 +278,7 @@ struct RowLocks {
         for (entity, keys) in Dictionary(grouping: ids, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let t = try store.layout(entity)
             let sorted = Array(Set(keys.map(\.primaryKey))).sorted()
-            let r = try connection.execute(
-                "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE",
-                [.text(ValueCoding.array(sorted))], binary: true)
+            let r = try lockAndRead(t, ValueCoding.array(sorted))
             for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
             for i in 0..<r.count {
                 let row = t.decodeRow(r, i)

@@ -14,6 +14,9 @@ struct ColumnMigration {
     /// The table, schema-qualified and quoted.
     let table: String
     let connection: PostgreSQLConnection
+    /// For new columns of ends that were derived (no column) in the source layout: the
+    /// temporary table (`pk`, `keys`) listing each row's links as they were.
+    var derivedValues: [Int: String] = [:]
 
     /// A destination column and the source column it keeps the values of.
     private struct Kept {
@@ -58,7 +61,11 @@ struct ColumnMigration {
             }
         }
         for col in added {
-            try add(col)
+            if let listed = derivedValues[col.property] {
+                try add(col, listedIn: listed)
+            } else {
+                try add(col)
+            }
         }
     }
 
@@ -129,6 +136,24 @@ struct ColumnMigration {
         // afterwards leaves the column as a new store's (inserts always name every column).
         try connection.execute("ALTER TABLE \(table) ADD COLUMN \(col.quoted) \(col.kind.sqlType) DEFAULT \(fill)")
         try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(col.quoted) DROP DEFAULT")
+    }
+
+    /// Adds the column of an end that had none (it was derived from its inverse), filled
+    /// with the links `listed` (a temporary table of `pk`, `keys`) holds. A to-one takes the
+    /// one row listed; a row listing several is refused.
+    private func add(_ col: Column, listedIn listed: String) throws {
+        let c = connection
+        if case .toOne = col.kind {
+            let r = try c.execute("SELECT pk FROM \(listed) WHERE cardinality(keys) > 1 ORDER BY pk LIMIT 1")
+            if r.count == 1, let pk = Int64(r.text(0, 0)) {
+                throw MigrationError.storedValue(
+                    .toManyHoldsSeveral(primaryKey: pk), entity: map.destination.name, property: col.name, type: nil)
+            }
+        }
+        try add(col)
+        let value = if case .toOne = col.kind { "l.keys[1]" } else { "l.keys" }
+        try c.execute(
+            "UPDATE \(table) t SET \(col.quoted) = \(value) FROM \(listed) l WHERE l.pk = t.\"_pk\" AND cardinality(l.keys) > 0")
     }
 
     /// Throws the ``PersistenceKit/MigrationError`` `kind` names for the first stored row

@@ -20,7 +20,8 @@ struct IndexMigration {
         // name, since the wanted name may be held by another stale index.
         var renames: [(StoreIndex, StoreIndex)] = []
         for w in missing {
-            if let i = stale.firstIndex(where: { $0.table == w.table && $0.columns == w.columns && $0.unique == w.unique }) {
+            let same = { (s: StoreIndex) in s.table == w.table && s.columns == w.columns && s.unique == w.unique && s.isGIN == w.isGIN }
+            if let i = stale.firstIndex(where: same) {
                 renames.append((stale.remove(at: i), w))
             }
         }
@@ -53,18 +54,20 @@ struct IndexMigration {
 
     /// The store-made indexes and uniqueness constraints of the schema's tables.
     private func storeIndexes() throws -> [StoreIndex] {
-        // Plain indexes: the store's are on one column. Constraints: their columns in order.
+        // Plain indexes and constraints: their columns in order.
         let indexes = try connection.execute(
             """
-            SELECT ic.relname, tc.relname, a.attname FROM pg_index i
-            JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class tc ON tc.oid = i.indrelid
+            SELECT ic.relname, tc.relname,
+              (SELECT array_agg(a.attname::text ORDER BY k.i) FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, i)
+               JOIN pg_attribute a ON a.attrelid = tc.oid AND a.attnum = k.n)::text
+            FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class tc ON tc.oid = i.indrelid
             JOIN pg_namespace n ON n.oid = tc.relnamespace
-            JOIN pg_attribute a ON a.attrelid = tc.oid AND a.attnum = i.indkey[0]
             WHERE n.nspname = $1 AND left(ic.relname, 7) = 'pk_idx_'
             """, [.text(schema)], prepare: false)
         var all: [StoreIndex] = []
         for r in 0..<indexes.count {
-            all.append(StoreIndex(name: indexes.text(r, 0), table: indexes.text(r, 1), columns: [indexes.text(r, 2)], unique: false))
+            all.append(
+                StoreIndex(name: indexes.text(r, 0), table: indexes.text(r, 1), columns: Self.names(indexes.text(r, 2)), unique: false))
         }
         let constraints = try connection.execute(
             """

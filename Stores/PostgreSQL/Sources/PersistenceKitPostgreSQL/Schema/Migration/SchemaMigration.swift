@@ -47,6 +47,11 @@ enum SchemaMigration {
             let r = try c.execute(
                 "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PersistenceKitModelLayoutHashKey)], prepare: false)
             let storeHash = r.count == 1 ? r.text(0, 0) : ""
+            let v = try c.execute(
+                "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PostgreSQLStore.layoutVersionKey)], prepare: false)
+            // A store of another table layout is not migrated: its tables are not the ones
+            // the steps below expect.
+            try SchemaBuilder.checkLayout(v.count == 1 ? v.text(0, 0) : "", schema: schema, target: target)
             let steps = try request.steps(fromLayoutHash: storeHash)
             guard !steps.isEmpty else {
                 try c.execute("ROLLBACK")
@@ -100,9 +105,54 @@ struct StepMigration {
         for (i, map) in renamed.enumerated() {
             try rename(entity: "_pk_migrating_\(i)", to: map.destination.name)
         }
+        // Links whose storage changes (an end that had no column gets one, a join table is
+        // new) are listed first, as the old layout reads them: the columns and join tables
+        // they are read from may be renamed, converted or dropped below.
+        let renamedTo = Dictionary(uniqueKeysWithValues: step.entities.map { ($0.source.name, $0.destination.name) })
+        let oldJoinTables = Set(oldLayouts.values.flatMap { $0.derived.filter(\.ownsJoinTable).map(\.tableName) })
+        var snapshots: [String: [Int: String]] = [:]
+        var newJoins: [(end: DerivedEnd, listed: String?)] = []
+        var reused = Set<String>()
+        var count = 0
+        func snapshot(_ map: StoreMigrationStep.EntityMapping, _ old: TableLayout, _ p: Int) throws -> String? {
+            guard let keys = oldKeys(old, p, renamedTo: renamedTo) else { return nil }
+            let name = quote("_pk_links_\(count)")
+            count += 1
+            try c.execute(
+                "CREATE TEMPORARY TABLE \(name) ON COMMIT DROP AS "
+                    + "SELECT t.\"_pk\" AS pk, \(keys) AS keys FROM \(table(map.destination.name)) t")
+            return name
+        }
         for map in step.entities {
             guard let old = oldLayouts[map.source.name], let new = newByName[map.destination.name] else { continue }
-            try ColumnMigration(map: map, old: old, new: new, table: table(map.destination.name), connection: c).run()
+            for to in new.columns {
+                guard let p = map.sourceProperties[to.property], old.column(p) == nil else { continue }
+                if let listed = try snapshot(map, old, p) { snapshots[map.destination.name, default: [:]][to.property] = listed }
+            }
+            for end in new.derived where end.ownsJoinTable {
+                let p = map.sourceProperties[end.property]
+                if let p, let was = old.derivedEnd(p), was.ownsJoinTable, was.tableName == end.tableName {
+                    reused.insert(end.tableName)  // the same link, kept the same way
+                    continue
+                }
+                newJoins.append((end, try p.flatMap { try snapshot(map, old, $0) }))
+            }
+        }
+        for map in step.entities {
+            guard let old = oldLayouts[map.source.name], let new = newByName[map.destination.name] else { continue }
+            try ColumnMigration(
+                map: map, old: old, new: new, table: table(map.destination.name), connection: c,
+                derivedValues: snapshots[map.destination.name] ?? [:]
+            ).run()
+        }
+        for name in oldJoinTables.subtracting(reused) { try c.execute("DROP TABLE \(table(name))") }
+        for (end, listed) in newJoins {
+            for statement in SchemaBuilder.createJoinTable(end) { try c.execute(statement) }
+            if let listed {
+                try c.execute(
+                    "INSERT INTO \(end.table) (\"source\", \"target\") SELECT l.pk, k FROM \(listed) l, unnest(l.keys) k "
+                        + "ON CONFLICT DO NOTHING")
+            }
         }
         let mapped = Set(step.entities.map(\.destination.name))
         for t in newLayouts where !mapped.contains(t.entityName) {
@@ -113,6 +163,25 @@ struct StepMigration {
             wanted: SchemaBuilder.indexes(of: newLayouts, support: StoreCommitSupport(model: step.destination)), schema: schema,
             connection: c
         ).run()
+    }
+
+    /// The keys property `p` of a row `t` of `old` links to, as the old layout keeps them
+    /// (a `bigint[]` expression), once entity tables have their new names (`renamedTo`) and
+    /// before columns change; nil when `p` is not a relationship.
+    private func oldKeys(_ old: TableLayout, _ p: Int, renamedTo: [String: String]) -> String? {
+        if let col = old.column(p) {
+            switch col.kind {
+            case .toOne: return "CASE WHEN t.\(col.quoted) IS NULL THEN '{}'::bigint[] ELSE ARRAY[t.\(col.quoted)] END"
+            case .toMany: return "COALESCE(t.\(col.quoted), '{}'::bigint[])"
+            default: return nil
+            }
+        }
+        guard let end = old.derivedEnd(p) else { return nil }
+        // Join tables keep their names until the end of the step.
+        if case .join = end.source { return end.keys(of: "t.\"_pk\"") }
+        // The owning entity is gone, and its links with it.
+        guard let kept = renamedTo[end.tableName] else { return "'{}'::bigint[]" }
+        return end.reading(schema: schema, tableName: kept).keys(of: "t.\"_pk\"")
     }
 
     /// Renames an entity's table, its primary key constraint (named after the table, and
