@@ -81,7 +81,10 @@ struct TableLayout: Sendable {
     let selectList: String
 
     /// The layouts of every entity of `model`, in entity order (entities sorted by name).
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` for a relationship into an entity
+    /// family (see ``EntityFamilyLinks``) or a property no store keeps.
     static func all(of model: NSManagedObjectModel, schema: String) throws(PostgreSQLStoreError) -> [TableLayout] {
+        try EntityFamilyLinks.refuse(in: model, target: schema)
         let sorted = model.entities.sorted { $0.name < $1.name }
         var entityIndex: [String: Int32] = [:]
         for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }

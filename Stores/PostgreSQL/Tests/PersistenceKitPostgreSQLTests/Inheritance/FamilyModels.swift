@@ -1,0 +1,56 @@
+import Foundation
+import PersistenceKit
+
+// Entity families for the inheritance tests: animals (dogs and cats are animals) kept by
+// owners, and kennels of dogs (an entity without sub-entities).
+
+class FMAnimal: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: FMOwner?
+    @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<FMOwner>
+}
+
+final class FMDog: FMAnimal {
+    @Attribute var breed: String = ""
+}
+
+final class FMCat: FMAnimal {
+    @Attribute var lives: Int16 = 9
+}
+
+/// An owner: pets and a favourite of the animal family.
+final class FMOwner: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<FMAnimal>
+    @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: FMAnimal?
+}
+
+/// An animal family whose only link leads into a sub-entity without sub-entities (dogs).
+class FLAnimal: NSManagedObject {
+    @Attribute var name: String = ""
+}
+
+final class FLDog: FLAnimal {
+    @Relationship(inverse: "dogs", deleteRule: .nullifyDeleteRule) var kennel: FLKennel?
+}
+
+final class FLCat: FLAnimal {
+    @Attribute var lives: Int16 = 9
+}
+
+final class FLKennel: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "kennel", deleteRule: .cascadeDeleteRule) var dogs: Set<FLDog>
+}
+
+enum FamilyModels {
+    /// Owners with pets and a favourite among animals, dogs and cats.
+    static func owners() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self])
+    }
+
+    /// Animals, dogs in kennels: no relationship leads to an entity with sub-entities.
+    static func kennels() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel(managedObjectClasses: [FLAnimal.self, FLDog.self, FLCat.self, FLKennel.self])
+    }
+}
