@@ -1,17 +1,19 @@
 import Foundation
 import PersistenceKit
 
-/// Which links the store's tables cannot keep: those into an entity family.
+/// Which links into an entity family the store's tables cannot keep.
 ///
 /// Each entity has a table of its own, keyed per entity (`_pk_keys` counts each entity's
-/// keys apart), and a link is kept as a destination key alone: a to-one is a `bigint`
-/// column, a to-many end a key list, a subquery on the destination's table or a join
-/// table's key column (see ``LinkLayout``). A key names a row only together with its table,
-/// so a relationship whose destination entity has sub-entities would lose which entity an
-/// object belongs to (a `Dog` read back as the `Animal` of the same key), and an end read
-/// from the destination's table would miss the rows in the sub-entities' tables. Such
-/// relationships are refused when the layout is made, before any table is created or
-/// migrated, rather than read back wrong.
+/// keys apart), and a stored link is a destination key alone: a to-one is a `bigint`
+/// column, a to-many a key list, a join table a pair of keys (see ``LinkLayout``). A key
+/// names a row only together with its table, so a stored link into an entity with
+/// sub-entities would lose which entity an object belongs to (a `Dog` read back as the
+/// `Animal` of the same key). Such relationships are refused when the layout is made,
+/// before any table is created or migrated, rather than read back wrong.
+///
+/// Kept: the to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no
+/// column and is read from the key column every table of the family inherits, each row
+/// with its own entity (see `DerivedEnd+Family.swift`).
 enum EntityFamilyLinks {
     /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every stored
     /// relationship of `model` whose destination entity has sub-entities (`target`: where
@@ -23,9 +25,27 @@ enum EntityFamilyLinks {
         throw PostgreSQLStoreError(
             .unsupportedModel, target: target,
             "relationship \(first.entity).\(first.relationship) leads to entity \(first.destination), which has sub-entities; "
-                + "the PostgreSQL store keeps a link as a key into one entity's table and does not support relationships "
-                + "to an entity with sub-entities yet (unsupported: \(named.joined(separator: "; "))). Point each such "
-                + "relationship at an entity without sub-entities, or keep the model in the file store.")
+                + "the PostgreSQL store keeps a stored link as a key into one entity's table and does not support to-ones, "
+                + "many-to-manys or key lists into an entity with sub-entities yet (unsupported: \(named.joined(separator: "; "))). "
+                + "Point each such relationship at an entity without sub-entities, make it the to-many end of a one-to-many, "
+                + "or keep the model in the file store.")
+    }
+
+    /// Whether `r` is the unordered to-many end of a one-to-many: no column, read from its
+    /// inverse's key column (``LinkLayout``), which every entity of the family inherits.
+    static func readsFamilyKeyColumn(_ r: NSRelationshipDescription) -> Bool {
+        guard r.isToMany, !r.isOrdered, let inverse = r.inverseRelationship, inverse !== r else { return false }
+        return !inverse.isTransient && !inverse.isToMany
+    }
+
+    /// The error for a migration step that would read the links of `entity`.`relationship`,
+    /// an end read across an entity family, to store them another way.
+    static func refusedMigration(of entity: String, _ relationship: String, target: String) -> PostgreSQLStoreError {
+        PostgreSQLStoreError(
+            .unsupportedModel, target: target,
+            "relationship \(entity).\(relationship) is read across an entity family, and migrating it to another kind of link "
+                + "is not supported on PostgreSQL yet; keep it a to-many end of a one-to-many in the new model version, or "
+                + "migrate the store as a file store.")
     }
 
     /// One stored relationship into an entity family: the entity that declares it, its
@@ -45,7 +65,7 @@ enum EntityFamilyLinks {
         var seen = Set<String>()
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             for case let r as NSRelationshipDescription in entity.properties where !r.isTransient {
-                guard let d = r.destinationEntity, !d.subentities.isEmpty else { continue }
+                guard let d = r.destinationEntity, !d.subentities.isEmpty, !readsFamilyKeyColumn(r) else { continue }
                 let declaring = r.entity?.name ?? entity.name
                 // An inherited relationship is listed once, under its declaring entity.
                 guard seen.insert(declaring + "\u{0}" + r.name).inserted else { continue }

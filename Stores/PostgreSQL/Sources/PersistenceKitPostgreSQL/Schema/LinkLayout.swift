@@ -102,6 +102,10 @@ struct DerivedEnd: Sendable {
     let match: String
     /// The column of `table` listed: the destination rows' keys, unquoted.
     let listed: String
+    /// For the to-many end of a one-to-many whose destination has sub-entities: every
+    /// table of the destination's family, each of which has the inherited key column
+    /// `match` (see `DerivedEnd+Family.swift`); empty otherwise.
+    var family: [FamilyTable] = []
 
     /// Whether the end is the owning end of a join table (a save writes its rows).
     var ownsJoinTable: Bool { source == .join(owns: true) }
@@ -122,12 +126,15 @@ struct DerivedEnd: Sendable {
     /// The keys of the rows linked from the row whose key is `key`, ascending, as a
     /// `bigint[]` expression (empty, never NULL).
     func keys(of key: String) -> String {
-        "ARRAY(SELECT pkd.\(quote(listed)) FROM \(table) pkd WHERE \(reaches("pkd", key)) ORDER BY pkd.\(quote(listed)))"
+        // A family's links name their entities: a text list (`familyKeys`), not keys alone.
+        if spansFamily { return familyKeys(of: key) }
+        return "ARRAY(SELECT pkd.\(quote(listed)) FROM \(table) pkd WHERE \(reaches("pkd", key)) ORDER BY pkd.\(quote(listed)))"
     }
 
     /// The number of rows linked from the row whose key is `key`, as an SQL expression.
     func count(of key: String) -> String {
-        "(SELECT count(*) FROM \(table) pkc WHERE \(reaches("pkc", key)))"
+        if spansFamily { return familyCount(of: key) }
+        return "(SELECT count(*) FROM \(table) pkc WHERE \(reaches("pkc", key)))"
     }
 
     /// The same end with its table under `schema` named `name` (a migration reads ends of

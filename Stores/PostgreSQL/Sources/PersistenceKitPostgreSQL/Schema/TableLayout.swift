@@ -129,7 +129,7 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
-                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema) {
+                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema, entityIndex: entityIndex) {
                     derivedOfProperty[i] = derived.count
                     derived.append(end)
                     byProperty.append(nil)
@@ -172,7 +172,8 @@ struct TableLayout: Sendable {
 
     /// The end `r` (property `i` of `entity`) when it has no column (see ``LinkLayout``).
     private static func derivedEnd(
-        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String
+        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String,
+        entityIndex: [String: Int32]
     ) -> DerivedEnd? {
         guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
         func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
@@ -184,9 +185,11 @@ struct TableLayout: Sendable {
         if LinkLayout.isJoined(r, of: entity) { return joined(owner: r, ownerEntity: entity.name, owns: true) }
         guard LinkLayout.isDerived(r, of: entity) else { return nil }
         if LinkLayout.isJoined(inverse, of: d) { return joined(owner: inverse, ownerEntity: d.name, owns: false) }
-        return DerivedEnd(
+        var end = DerivedEnd(
             property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
             table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
+        if end.source == .key { end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex) }
+        return end
     }
 
     /// The derived end of property `i`, or nil when it has a column, is not a relationship
@@ -208,6 +211,8 @@ struct TableLayout: Sendable {
         for p in 0..<propertyCount {
             if let c = columnOfProperty[p] {
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
+            } else if let k = derivedOfProperty[p], derived[k].spansFamily {
+                values.append(DerivedEnd.familyReferences(result, index, skip + 2 + columns.count + k))
             } else if let k = derivedOfProperty[p] {
                 let kind = ColumnKind.toMany(destination: derived[k].destination)
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + columns.count + k, kind))

@@ -8,6 +8,13 @@ class FMAnimal: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: FMOwner?
     @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<FMOwner>
+    @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var toys: Set<FMToy>
+}
+
+/// A toy many animals play with: a many-to-many into the family.
+final class FMToy: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "toys", deleteRule: .nullifyDeleteRule) var animals: Set<FMAnimal>
 }
 
 final class FMDog: FMAnimal {
@@ -23,6 +30,27 @@ final class FMOwner: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<FMAnimal>
     @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: FMAnimal?
+}
+
+/// Animals (dogs and cats among them) each with at most one owner: a one-to-many whose
+/// to-many end leads into the family.
+class PAnimal: NSManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var age: Int64 = 0
+    @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: POwner?
+}
+
+final class PDog: PAnimal {
+    @Attribute var breed: String = ""
+}
+
+final class PCat: PAnimal {
+    @Attribute var lives: Int16 = 9
+}
+
+final class POwner: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<PAnimal>
 }
 
 /// An animal family whose only link leads into a sub-entity without sub-entities (dogs).
@@ -44,9 +72,14 @@ final class FLKennel: NSManagedObject {
 }
 
 enum FamilyModels {
-    /// Owners with pets and a favourite among animals, dogs and cats.
+    /// Owners with pets and a favourite among animals, dogs and cats, which play with toys.
     static func owners() throws -> NSManagedObjectModel {
-        try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self])
+        try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self, FMToy.self])
+    }
+
+    /// Owners with pets among animals, dogs and cats.
+    static func pets() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self])
     }
 
     /// Animals, dogs in kennels: no relationship leads to an entity with sub-entities.

@@ -115,6 +115,7 @@ struct StepMigration {
         var reused = Set<String>()
         var count = 0
         func snapshot(_ map: StoreMigrationStep.EntityMapping, _ old: TableLayout, _ p: Int) throws -> String? {
+            if let end = old.derivedEnd(p), end.spansFamily { throw EntityFamilyLinks.refusedMigration(of: old.entityName, end.name, target: schema) }
             guard let keys = oldKeys(old, p, renamedTo: renamedTo) else { return nil }
             let name = quote("_pk_links_\(count)")
             count += 1

@@ -1,0 +1,64 @@
+import Foundation
+import PersistenceKit
+
+/// One table of an entity family that a derived end reads: the entity's index in the model
+/// and its table, schema-qualified and quoted.
+struct FamilyTable: Sendable, Equatable {
+    let entity: Int32
+    let table: String
+}
+
+/// The to-many end of a one-to-many whose destination entity has sub-entities
+/// (`Owner.pets` ↔ `Animal.owner`, with `Dog` and `Cat` below `Animal`).
+///
+/// Each entity of the family has a table of its own, keyed per entity, and each has the
+/// inherited key column (`owner`). The end is read from every one of them (`UNION ALL`),
+/// each row with its own entity: keys alone would name a `Dog` as the `Animal` of the same
+/// key, and the destination's table alone would miss the sub-entities' rows. Its links are
+/// listed as text, `entity:key` pairs in row-ID order, separated by commas.
+extension DerivedEnd {
+    /// Whether the end reads more than one table (see the extension's comment).
+    var spansFamily: Bool { !family.isEmpty }
+
+    /// The tables of `destination` and of every entity below it, in entity order (empty
+    /// when it has no sub-entities: the end then reads its one table as any other).
+    static func familyTables(of destination: NSEntityDescription, schema: String, entityIndex: [String: Int32]) -> [FamilyTable] {
+        guard !destination.subentities.isEmpty else { return [] }
+        var members: [FamilyTable] = []
+        var pending = [destination]
+        while let e = pending.popLast() {
+            if let i = entityIndex[e.name] { members.append(FamilyTable(entity: i, table: "\(quote(schema)).\(quote(e.name))")) }
+            pending += e.subentities
+        }
+        return members.sorted { $0.entity < $1.entity }
+    }
+
+    /// The rows of every family table linked from the row whose key is `key`, each as its
+    /// entity and key (`SELECT e, k`).
+    private func familyRows(of key: String) -> String {
+        family.map { "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf WHERE pkf.\(quote(match)) = \(key)" }
+            .joined(separator: " UNION ALL ")
+    }
+
+    /// The links from the row whose key is `key` as text: `entity:key` pairs in row-ID order,
+    /// comma-separated (empty, never NULL, when there are none).
+    func familyKeys(of key: String) -> String {
+        "COALESCE((SELECT string_agg(pku.e::text || ':' || pku.k::text, ',' ORDER BY pku.e, pku.k) FROM (\(familyRows(of: key))) pku), '')"
+    }
+
+    /// The number of rows of the family linked from the row whose key is `key`.
+    func familyCount(of key: String) -> String {
+        "(" + family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key))" }.joined(separator: " + ") + ")"
+    }
+
+    /// The links at (`row`, `column`) of a binary `result`, selected by ``familyKeys(of:)``.
+    static func familyReferences(_ result: PostgreSQLResult, _ row: Int, _ column: Int) -> StoreValue {
+        if result.isNull(row, column) { return .references([]) }
+        let ids = result.string(row, column).split(separator: ",").compactMap { pair -> StoreRowID? in
+            let parts = pair.split(separator: ":")
+            guard parts.count == 2, let e = Int32(parts[0]), let k = Int64(parts[1]) else { return nil }
+            return StoreRowID(entity: e, primaryKey: k)
+        }
+        return .references(ids)
+    }
+}

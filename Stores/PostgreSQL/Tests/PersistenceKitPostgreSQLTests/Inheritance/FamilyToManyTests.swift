@@ -1,0 +1,151 @@
+import Foundation
+import PersistenceKit
+import PersistenceKitPostgreSQL
+import Testing
+
+/// The to-many end of a one-to-many whose destination has sub-entities (`POwner.pets` to
+/// animals, dogs and cats) lists every object of the family with its own entity, agrees with
+/// the to-one end, follows delete rules across the family, and answers predicates as the
+/// in-memory store does.
+@Suite("PostgreSQL store: to-many ends into an entity family", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
+struct FamilyToManyTests {
+    /// Ann: Rex (a collie), Tom (a cat), Generic (an animal); Bob: Bit (a dog); Cid: none.
+    /// Stray (a cat) has no owner.
+    static func seed(_ container: NSPersistentContainer) async throws {
+        let ctx = container.newBackgroundContext()
+        try await ctx.perform {
+            var owners: [String: POwner] = [:]
+            for name in ["Ann", "Bob", "Cid"] {
+                let o = POwner(context: ctx)
+                o.name = name
+                owners[name] = o
+            }
+            func dog(_ name: String, _ breed: String, _ age: Int64, _ owner: String?) {
+                let d = PDog(context: ctx)
+                d.name = name
+                d.breed = breed
+                d.age = age
+                d.owner = owner.flatMap { owners[$0] }
+            }
+            func cat(_ name: String, _ lives: Int16, _ age: Int64, _ owner: String?) {
+                let c = PCat(context: ctx)
+                c.name = name
+                c.lives = lives
+                c.age = age
+                c.owner = owner.flatMap { owners[$0] }
+            }
+            dog("Rex", "collie", 5, "Ann")
+            cat("Tom", 7, 3, "Ann")
+            let generic = PAnimal(context: ctx)
+            generic.name = "Generic"
+            generic.age = 1
+            generic.owner = owners["Ann"]
+            dog("Bit", "pug", 2, "Bob")
+            cat("Stray", 9, 4, nil)
+            try ctx.save()
+        }
+    }
+
+    @Test("Another coordinator reads each pet as its own entity, with its own attributes, and both ends agree")
+    func roundTrip() async throws {
+        let model = try FamilyModels.pets()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let writer = try await TestServer.container(model: model, schema: schema, name: "writer", listens: false)
+        try await Self.seed(writer)
+        let reader = try await TestServer.container(model: model, schema: schema, name: "reader", listens: false)
+        let ctx = reader.newBackgroundContext()
+        try await ctx.perform {
+            let owners = try ctx.fetch(NSFetchRequest<POwner>(entityName: "POwner")).sorted { $0.name < $1.name }
+            #expect(owners.map(\.name) == ["Ann", "Bob", "Cid"])
+            let ann = owners[0]
+            #expect(Set(ann.pets.map(\.name)) == ["Rex", "Tom", "Generic"])
+            let byName = Dictionary(uniqueKeysWithValues: ann.pets.map { ($0.name, $0) })
+            #expect(byName["Rex"]?.objectID.entity.name == "PDog")
+            #expect((byName["Rex"] as? PDog)?.breed == "collie")
+            #expect(byName["Tom"]?.objectID.entity.name == "PCat")
+            #expect((byName["Tom"] as? PCat)?.lives == 7)
+            #expect(byName["Generic"]?.objectID.entity.name == "PAnimal")
+            #expect(ann.pets.allSatisfy { $0.owner === ann })
+            #expect(owners[1].pets.map(\.name) == ["Bit"])
+            #expect(owners[1].pets.first is PDog)
+            #expect(owners[2].pets.isEmpty)
+            // The to-one end agrees from the family's side.
+            let animals = try ctx.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal"))
+            #expect(animals.count == 5)
+            for a in animals {
+                let listed = a.owner.map { $0.pets.contains(a) } ?? !owners.contains { $0.pets.contains(a) }
+                #expect(listed, "\(a.name)")
+            }
+        }
+    }
+
+    @Test("Moving, nullifying and cascading across the family keep both ends in agreement")
+    func deleteRules() async throws {
+        let model = try FamilyModels.pets()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let writer = try await TestServer.container(model: model, schema: schema, name: "writer", listens: false)
+        try await Self.seed(writer)
+        let ctx = writer.newBackgroundContext()
+        try await ctx.perform {
+            let owners = try ctx.fetch(NSFetchRequest<POwner>(entityName: "POwner")).sorted { $0.name < $1.name }
+            let pets = Dictionary(uniqueKeysWithValues: owners[0].pets.map { ($0.name, $0) })
+            // Tom moves to Cid; Rex is deleted (nullified out of Ann's pets).
+            pets["Tom"]?.owner = owners[2]
+            if let rex = pets["Rex"] { ctx.delete(rex) }
+            try ctx.save()
+            // Bob goes, and his dog with him (cascade).
+            ctx.delete(owners[1])
+            try ctx.save()
+        }
+        let reader = try await TestServer.container(model: model, schema: schema, name: "reader", listens: false)
+        let rc = reader.newBackgroundContext()
+        try await rc.perform {
+            let owners = try rc.fetch(NSFetchRequest<POwner>(entityName: "POwner")).sorted { $0.name < $1.name }
+            #expect(owners.map(\.name) == ["Ann", "Cid"])
+            #expect(owners[0].pets.map(\.name) == ["Generic"])
+            #expect(owners[1].pets.map(\.name) == ["Tom"])
+            #expect(owners[1].pets.first is PCat)
+            let left = try rc.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal")).map(\.name).sorted()
+            #expect(left == ["Generic", "Stray", "Tom"])
+        }
+    }
+
+    static let ownerPredicates = [
+        "ANY pets.name == 'Rex'", "ANY pets.name == 'Bit'", "ANY pets.age > 4", "pets.@count == 3", "pets.@count >= 1",
+        "NONE pets.name == 'Tom'", "ALL pets.age < 4", "SUBQUERY(pets, $p, $p.age >= 2).@count == 2", "pets.@count == 0",
+    ]
+    static let animalPredicates = ["owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1"]
+
+    @Test("Predicates over the family's to-many end and to-one end answer as the in-memory store does")
+    func predicatesMatchInMemory() async throws {
+        let model = try FamilyModels.pets()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let pg = try await TestServer.container(model: model, schema: schema)
+        let memory = NSPersistentContainer(name: "memory", managedObjectModel: model)
+        memory.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+        try await memory.loadPersistentStores()
+        try await Self.seed(pg)
+        try await Self.seed(memory)
+        func names(_ container: NSPersistentContainer, _ entity: String, _ format: String) async throws -> ([String], Int) {
+            let ctx = container.newBackgroundContext()
+            return try await ctx.perform {
+                let r = NSFetchRequest<NSManagedObject>(entityName: entity)
+                r.predicate = NSPredicate(format: format)
+                let names = try ctx.fetch(r).compactMap { $0.value(forKey: "name") as? String }.sorted()
+                return (names, try ctx.count(for: r))
+            }
+        }
+        for (entity, formats) in [("POwner", Self.ownerPredicates), ("PAnimal", Self.animalPredicates), ("PDog", Self.animalPredicates)] {
+            for format in formats {
+                let a = try await names(pg, entity, format)
+                let b = try await names(memory, entity, format)
+                #expect(a.0 == b.0, "\(entity): \(format)")
+                #expect(a.1 == b.1, "count of \(entity): \(format)")
+            }
+        }
+        #expect(try await names(pg, "POwner", "ANY pets.name == 'Rex'").0 == ["Ann"])
+    }
+}
