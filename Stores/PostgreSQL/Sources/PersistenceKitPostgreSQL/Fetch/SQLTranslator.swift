@@ -132,6 +132,8 @@ struct SQLTranslator {
             return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))
         }
         guard let col = layouts[Int(entity)].column(path.property) else { return nil }
+        // A to-one into a family is its key and entity together: left to memory.
+        if case .familyToOne = col.kind { return nil }
         return ("\(alias).\(col.quoted)", col.kind)
     }
 

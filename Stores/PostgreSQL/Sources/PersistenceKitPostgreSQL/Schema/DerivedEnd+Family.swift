@@ -36,7 +36,7 @@ extension DerivedEnd {
     /// The rows of every family table linked from the row whose key is `key`, each as its
     /// entity and key (`SELECT e, k`).
     private func familyRows(of key: String) -> String {
-        family.map { "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf WHERE pkf.\(quote(match)) = \(key)" }
+        family.map { "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf WHERE pkf.\(quote(match)) = \(key)\(entityTest("pkf"))" }
             .joined(separator: " UNION ALL ")
     }
 
@@ -48,7 +48,15 @@ extension DerivedEnd {
 
     /// The number of rows of the family linked from the row whose key is `key`.
     func familyCount(of key: String) -> String {
-        "(" + family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key))" }.joined(separator: " + ") + ")"
+        "(" + family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key)\(entityTest("pkc")))" }.joined(separator: " + ") + ")"
+    }
+
+    /// ` AND <alias>.<entity column> = <entity>` when the key column is a to-one into an
+    /// entity family (keys are counted per entity: the key alone would match rows linking to
+    /// another entity's row of the same key); empty otherwise.
+    func entityTest(_ alias: String) -> String {
+        guard let column = matchEntityColumn else { return "" }
+        return " AND \(alias).\(quote(column)) = \(matchEntity)"
     }
 
     /// The links at (`row`, `column`) of a binary `result`, selected by ``familyKeys(of:)``.

@@ -11,9 +11,12 @@ import PersistenceKit
 /// `Animal` of the same key). Such relationships are refused when the layout is made,
 /// before any table is created or migrated, rather than read back wrong.
 ///
-/// Kept: the to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no
-/// column and is read from the key column every table of the family inherits, each row
-/// with its own entity (see `DerivedEnd+Family.swift`).
+/// Kept: a to-one (`Owner.favourite: Animal`), as its key and, in the column after it
+/// (`favourite__entity`, see ``entityColumn(of:)``), the entity of the row it links to; and
+/// the to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no column
+/// and is read from the key column every table of the family inherits, each row with its
+/// own entity (see `DerivedEnd+Family.swift`). A store with such a to-one records table
+/// layout version 3 (``LinkLayout/familyVersion``), which earlier builds refuse.
 enum EntityFamilyLinks {
     /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every stored
     /// relationship of `model` whose destination entity has sub-entities (`target`: where
@@ -25,10 +28,27 @@ enum EntityFamilyLinks {
         throw PostgreSQLStoreError(
             .unsupportedModel, target: target,
             "relationship \(first.entity).\(first.relationship) leads to entity \(first.destination), which has sub-entities; "
-                + "the PostgreSQL store keeps a stored link as a key into one entity's table and does not support to-ones, "
+                + "the PostgreSQL store keeps a to-many's link as a key into one entity's table and does not support "
                 + "many-to-manys or key lists into an entity with sub-entities yet (unsupported: \(named.joined(separator: "; "))). "
-                + "Point each such relationship at an entity without sub-entities, make it the to-many end of a one-to-many, "
+                + "Point each such relationship at an entity without sub-entities, make it a to-one or the to-many end of a "
+                + "one-to-many, "
                 + "or keep the model in the file store.")
+    }
+
+    /// The name of the column after a to-one `relationship` into an entity family that holds
+    /// the entity of the row it links to.
+    static func entityColumn(of relationship: String) -> String { relationship + "__entity" }
+
+    /// The to-one at (`row`, `column`) of a binary `result` whose ``ColumnKind/familyEntity``
+    /// column follows it: the linked row's ID, or `.null`.
+    static func decodeReference(_ result: PostgreSQLResult, _ row: Int, _ column: Int) -> StoreValue {
+        if result.isNull(row, column) || result.isNull(row, column + 1) { return .null }
+        return .reference(StoreRowID(entity: Int32(truncatingIfNeeded: result.int64(row, column + 1)), primaryKey: result.int64(row, column)))
+    }
+
+    /// Whether `layouts` have a to-one into an entity family (the tables of layout version 3).
+    static func hasFamilyToOnes(_ layouts: [TableLayout]) -> Bool {
+        layouts.contains { $0.columns.contains { if case .familyToOne = $0.kind { true } else { false } } }
     }
 
     /// Whether `r` is the unordered to-many end of a one-to-many: no column, read from its
@@ -38,14 +58,15 @@ enum EntityFamilyLinks {
         return !inverse.isTransient && !inverse.isToMany
     }
 
-    /// The error for a migration step that would read the links of `entity`.`relationship`,
-    /// an end read across an entity family, to store them another way.
+    /// The error for a migration step of a store with a to-one into an entity family
+    /// (`entity`.`relationship`), or one that would read the links of an end read across an
+    /// entity family to store them another way.
     static func refusedMigration(of entity: String, _ relationship: String, target: String) -> PostgreSQLStoreError {
         PostgreSQLStoreError(
             .unsupportedModel, target: target,
-            "relationship \(entity).\(relationship) is read across an entity family, and migrating it to another kind of link "
-                + "is not supported on PostgreSQL yet; keep it a to-many end of a one-to-many in the new model version, or "
-                + "migrate the store as a file store.")
+            "relationship \(entity).\(relationship) links into an entity family, and migrating a store with such a to-one, "
+                + "or turning such a to-many end into another kind of link, is not supported on PostgreSQL yet; export the "
+                + "objects and load them into a new store, or migrate the store as a file store.")
     }
 
     /// One stored relationship into an entity family: the entity that declares it, its
@@ -65,7 +86,7 @@ enum EntityFamilyLinks {
         var seen = Set<String>()
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             for case let r as NSRelationshipDescription in entity.properties where !r.isTransient {
-                guard let d = r.destinationEntity, !d.subentities.isEmpty, !readsFamilyKeyColumn(r) else { continue }
+                guard let d = r.destinationEntity, !d.subentities.isEmpty, r.isToMany, !readsFamilyKeyColumn(r) else { continue }
                 let declaring = r.entity?.name ?? entity.name
                 // An inherited relationship is listed once, under its declaring entity.
                 guard seen.insert(declaring + "\u{0}" + r.name).inserted else { continue }

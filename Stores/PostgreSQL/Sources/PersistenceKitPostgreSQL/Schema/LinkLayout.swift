@@ -27,6 +27,16 @@ enum LinkLayout {
     /// every to-many end as a key list.
     static let version = "2"
 
+    /// The layout version of a store whose model has a to-one into an entity family (a key
+    /// and an entity column, see ``EntityFamilyLinks``): 3, so that builds that read only
+    /// version 2 refuse it rather than read such links as the destination entity.
+    static let familyVersion = "3"
+
+    /// The layout version of a store of `layouts`.
+    static func version(of layouts: [TableLayout]) -> String {
+        EntityFamilyLinks.hasFamilyToOnes(layouts) ? familyVersion : version
+    }
+
     /// Whether `r`, a stored relationship of `entity`, owns its links (see the type's
     /// comment). A relationship without an inverse owns its links.
     static func owns(_ r: NSRelationshipDescription, of entity: NSEntityDescription) -> Bool {
@@ -106,6 +116,11 @@ struct DerivedEnd: Sendable {
     /// table of the destination's family, each of which has the inherited key column
     /// `match` (see `DerivedEnd+Family.swift`); empty otherwise.
     var family: [FamilyTable] = []
+    /// When the key column `match` is a to-one into an entity family: its entity column,
+    /// which must hold ``matchEntity`` (the entity of the rows this end is read for) too.
+    var matchEntityColumn: String?
+    /// The entity ``matchEntityColumn`` is compared with.
+    var matchEntity: Int32 = 0
 
     /// Whether the end is the owning end of a join table (a save writes its rows).
     var ownsJoinTable: Bool { source == .join(owns: true) }
@@ -113,7 +128,7 @@ struct DerivedEnd: Sendable {
     /// The condition that row `alias` of `table` links to the row whose key is `key` (an
     /// SQL expression). A key list is tested with `@>`, which its GIN index serves.
     private func reaches(_ alias: String, _ key: String) -> String {
-        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(key)]::bigint[]" : "\(alias).\(quote(match)) = \(key)"
+        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(key)]::bigint[]" : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
     }
 
     /// The condition that row `alias` of the destination is linked from the row whose key

@@ -63,6 +63,16 @@ struct SchemaBuilder {
     /// another way than this build lays them out.
     private func check(_ opened: Opened) throws {
         try Self.checkLayout(opened.layoutVersion, schema: schema, target: target)
+        // A store made by an earlier build with a to-one into an entity family has no entity
+        // column: its links cannot be read back with their entities.
+        if opened.layoutVersion != LinkLayout.version(of: layouts), opened.layoutHash == support.modelLayoutHash {
+            throw PostgreSQLStoreError(
+                .unsupportedLayout(found: opened.layoutVersion), target: target,
+                "schema \(schema) holds a store of layout version \(opened.layoutVersion) whose model has a to-one into an entity "
+                    + "family, kept as a key without its entity; this build keeps such links with their entity (layout version "
+                    + "\(LinkLayout.familyVersion)); layouts are not converted: export the objects with the build that made the "
+                    + "store, or destroy the store and load it again.")
+        }
         guard opened.layoutHash != support.modelLayoutHash else { return }
         let cause = PostgreSQLStoreError(
             .modelMismatch(storeHash: opened.layoutHash, modelHash: support.modelLayoutHash), target: target,
@@ -84,7 +94,7 @@ struct SchemaBuilder {
     /// Throws ``PostgreSQLStoreError`` `.unsupportedLayout` unless `version` is the layout
     /// this build reads and writes.
     static func checkLayout(_ version: String, schema: String, target: String) throws(PostgreSQLStoreError) {
-        guard version != LinkLayout.version else { return }
+        guard version != LinkLayout.version && version != LinkLayout.familyVersion else { return }
         let found = version.isEmpty ? "1" : version
         let what = found == "1" ? "layout version 1 (every to-many end a key list)" : "layout version \(found)"
         throw PostgreSQLStoreError(
@@ -105,7 +115,7 @@ struct SchemaBuilder {
             try c.execute("INSERT INTO \(keysTable) (entity, next) VALUES ($1, 1)", [.text(t.entityName)], prepare: false)
         }
         try c.execute("CREATE TABLE \(metadataTable) (key text PRIMARY KEY, value text NOT NULL)")
-        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash, layoutVersion: LinkLayout.version)
+        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash, layoutVersion: LinkLayout.version(of: layouts))
         let values = [
             (NSStoreUUIDKey, opened.identifier), (PersistenceKitModelLayoutHashKey, opened.layoutHash),
             (PostgreSQLStore.layoutVersionKey, opened.layoutVersion),

@@ -10,13 +10,20 @@ enum ColumnKind: Sendable, Equatable {
     /// inverse; see ``LinkLayout``): the destination rows' primary keys (`bigint[]`), in the
     /// relationship's order (ascending when unordered).
     case toMany(destination: Int32)
+    /// A to-one into an entity with sub-entities: the destination row's key, its entity in
+    /// the ``familyEntity`` column right after it (keys are counted per entity).
+    case familyToOne(destination: Int32)
+    /// The entity (index in the model) of the row the ``familyToOne`` column before it
+    /// links to.
+    case familyEntity
 
     /// The column's SQL type.
     var sqlType: String {
         switch self {
         case .int16: "smallint"
         case .int32: "integer"
-        case .int64, .toOne: "bigint"
+        case .int64, .toOne, .familyToOne: "bigint"
+        case .familyEntity: "integer"
         // Dates are seconds since 2001-01-01 (Foundation's reference date) as a double, so
         // that every `Date` reads back bit for bit (`timestamptz` keeps microseconds only).
         case .double, .date: "double precision"
@@ -129,10 +136,19 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
-                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema, entityIndex: entityIndex) {
+                if let end = Self.derivedEnd(r, of: entity, index: index, property: i, destination: di, schema: schema, entityIndex: entityIndex) {
                     derivedOfProperty[i] = derived.count
                     derived.append(end)
                     byProperty.append(nil)
+                    continue
+                }
+                if !r.isToMany, !d.subentities.isEmpty {
+                    // Key and entity: the key alone would name a `Dog` as the `Animal` of
+                    // the same key.
+                    byProperty.append(columns.count)
+                    columns.append(Column(property: i, name: p.name, quoted: quote(p.name), kind: .familyToOne(destination: di), indexed: true))
+                    let entityColumn = EntityFamilyLinks.entityColumn(of: p.name)
+                    columns.append(Column(property: i, name: entityColumn, quoted: quote(entityColumn), kind: .familyEntity, indexed: false))
                     continue
                 }
                 kind = r.isToMany ? .toMany(destination: di) : .toOne(destination: di)
@@ -172,8 +188,8 @@ struct TableLayout: Sendable {
 
     /// The end `r` (property `i` of `entity`) when it has no column (see ``LinkLayout``).
     private static func derivedEnd(
-        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String,
-        entityIndex: [String: Int32]
+        _ r: NSRelationshipDescription, of entity: NSEntityDescription, index: Int32, property i: Int, destination di: Int32,
+        schema: String, entityIndex: [String: Int32]
     ) -> DerivedEnd? {
         guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
         func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
@@ -188,7 +204,14 @@ struct TableLayout: Sendable {
         var end = DerivedEnd(
             property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
             table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
-        if end.source == .key { end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex) }
+        if end.source == .key {
+            end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
+            // The inverse is a to-one into this entity's family: its rows name the entity too.
+            if inverse.destinationEntity?.subentities.isEmpty == false {
+                end.matchEntityColumn = EntityFamilyLinks.entityColumn(of: inverse.name)
+                end.matchEntity = index
+            }
+        }
         return end
     }
 
@@ -209,7 +232,9 @@ struct TableLayout: Sendable {
         var values: [StoreValue] = []
         values.reserveCapacity(propertyCount)
         for p in 0..<propertyCount {
-            if let c = columnOfProperty[p] {
+            if let c = columnOfProperty[p], case .familyToOne = columns[c].kind {
+                values.append(EntityFamilyLinks.decodeReference(result, index, skip + 2 + c))
+            } else if let c = columnOfProperty[p] {
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
             } else if let k = derivedOfProperty[p], derived[k].spansFamily {
                 values.append(DerivedEnd.familyReferences(result, index, skip + 2 + columns.count + k))

@@ -32,12 +32,13 @@ final class FMOwner: NSManagedObject {
     @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: FMAnimal?
 }
 
-/// Animals (dogs and cats among them) each with at most one owner: a one-to-many whose
-/// to-many end leads into the family.
+/// Animals (dogs and cats among them) each with at most one owner and owners' favourites:
+/// a one-to-many whose to-many end leads into the family, and a to-one into it.
 class PAnimal: NSManagedObject {
     @Attribute var name: String = ""
     @Attribute var age: Int64 = 0
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: POwner?
+    @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<POwner>
 }
 
 final class PDog: PAnimal {
@@ -51,6 +52,7 @@ final class PCat: PAnimal {
 final class POwner: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<PAnimal>
+    @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: PAnimal?
 }
 
 /// An animal family whose only link leads into a sub-entity without sub-entities (dogs).
@@ -77,7 +79,7 @@ enum FamilyModels {
         try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self, FMToy.self])
     }
 
-    /// Owners with pets among animals, dogs and cats.
+    /// Owners with pets and a favourite among animals, dogs and cats.
     static func pets() throws -> NSManagedObjectModel {
         try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self])
     }

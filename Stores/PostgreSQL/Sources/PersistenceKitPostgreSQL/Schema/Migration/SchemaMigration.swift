@@ -88,6 +88,12 @@ struct StepMigration {
     func run() throws {
         let oldLayouts = try Dictionary(uniqueKeysWithValues: TableLayout.all(of: step.source, schema: schema).map { ($0.entityName, $0) })
         let newLayouts = try TableLayout.all(of: step.destination, schema: schema)
+        // A to-one into an entity family has an entity column the steps below do not keep.
+        for t in Array(oldLayouts.values) + newLayouts {
+            for col in t.columns {
+                if case .familyToOne = col.kind { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
+            }
+        }
         let newByName = Dictionary(uniqueKeysWithValues: newLayouts.map { ($0.entityName, $0) })
         let kept = Set(step.entities.map(\.source.name))
         let c = connection

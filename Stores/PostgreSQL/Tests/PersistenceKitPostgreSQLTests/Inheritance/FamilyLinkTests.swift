@@ -3,14 +3,15 @@ import PersistenceKit
 import PersistenceKitPostgreSQL
 import Testing
 
-/// The to-many end of a one-to-many whose destination has sub-entities (`POwner.pets` to
-/// animals, dogs and cats) lists every object of the family with its own entity, agrees with
-/// the to-one end, follows delete rules across the family, and answers predicates as the
-/// in-memory store does.
-@Suite("PostgreSQL store: to-many ends into an entity family", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
-struct FamilyToManyTests {
+/// Links into an entity family (animals, dogs and cats): the to-many end of a one-to-many
+/// (`POwner.pets`) lists every object of the family with its own entity, a to-one
+/// (`POwner.favourite`) names the sub-entity, both ends agree, delete rules follow across
+/// the family, and predicates answer as the in-memory store does.
+@Suite("PostgreSQL store: links into an entity family", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
+struct FamilyLinkTests {
     /// Ann: Rex (a collie), Tom (a cat), Generic (an animal); Bob: Bit (a dog); Cid: none.
-    /// Stray (a cat) has no owner.
+    /// Stray (a cat) has no owner. Favourites: Ann's is Rex, Bob's is Tom, Cid's is Stray.
+    /// (Keys are counted per entity: the first animal, dog and cat all have key 1.)
     static func seed(_ container: NSPersistentContainer) async throws {
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
@@ -43,10 +44,16 @@ struct FamilyToManyTests {
             dog("Bit", "pug", 2, "Bob")
             cat("Stray", 9, 4, nil)
             try ctx.save()
+            let animals = try ctx.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal"))
+            let byName = Dictionary(uniqueKeysWithValues: animals.map { ($0.name, $0) })
+            owners["Ann"]?.favourite = byName["Rex"]
+            owners["Bob"]?.favourite = byName["Tom"]
+            owners["Cid"]?.favourite = byName["Stray"]
+            try ctx.save()
         }
     }
 
-    @Test("Another coordinator reads each pet as its own entity, with its own attributes, and both ends agree")
+    @Test("Another coordinator reads each pet and favourite as its own entity, with its own attributes, and both ends agree")
     func roundTrip() async throws {
         let model = try FamilyModels.pets()
         let schema = TestServer.freshSchema()
@@ -70,6 +77,15 @@ struct FamilyToManyTests {
             #expect(owners[1].pets.map(\.name) == ["Bit"])
             #expect(owners[1].pets.first is PDog)
             #expect(owners[2].pets.isEmpty)
+            // The to-one into the family names the sub-entity, and its other end agrees.
+            #expect(ann.favourite?.objectID.entity.name == "PDog")
+            #expect((ann.favourite as? PDog)?.breed == "collie")
+            #expect(owners[1].favourite?.objectID.entity.name == "PCat")
+            #expect(owners[1].favourite?.name == "Tom")
+            #expect((owners[2].favourite as? PCat)?.name == "Stray")
+            #expect(byName["Rex"]?.fans.map(\.name) == ["Ann"])
+            #expect(byName["Tom"]?.fans.map(\.name) == ["Bob"])
+            #expect(byName["Generic"]?.fans.isEmpty == true)
             // The to-one end agrees from the family's side.
             let animals = try ctx.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal"))
             #expect(animals.count == 5)
@@ -91,7 +107,7 @@ struct FamilyToManyTests {
         try await ctx.perform {
             let owners = try ctx.fetch(NSFetchRequest<POwner>(entityName: "POwner")).sorted { $0.name < $1.name }
             let pets = Dictionary(uniqueKeysWithValues: owners[0].pets.map { ($0.name, $0) })
-            // Tom moves to Cid; Rex is deleted (nullified out of Ann's pets).
+            // Tom moves to Cid; Rex is deleted (nullified out of Ann's pets and favourite).
             pets["Tom"]?.owner = owners[2]
             if let rex = pets["Rex"] { ctx.delete(rex) }
             try ctx.save()
@@ -107,6 +123,8 @@ struct FamilyToManyTests {
             #expect(owners[0].pets.map(\.name) == ["Generic"])
             #expect(owners[1].pets.map(\.name) == ["Tom"])
             #expect(owners[1].pets.first is PCat)
+            #expect(owners[0].favourite == nil)
+            #expect((owners[1].favourite as? PCat)?.name == "Stray")
             let left = try rc.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal")).map(\.name).sorted()
             #expect(left == ["Generic", "Stray", "Tom"])
         }
@@ -115,8 +133,12 @@ struct FamilyToManyTests {
     static let ownerPredicates = [
         "ANY pets.name == 'Rex'", "ANY pets.name == 'Bit'", "ANY pets.age > 4", "pets.@count == 3", "pets.@count >= 1",
         "NONE pets.name == 'Tom'", "ALL pets.age < 4", "SUBQUERY(pets, $p, $p.age >= 2).@count == 2", "pets.@count == 0",
+        "favourite.name == 'Rex'", "favourite.name == 'Tom'", "favourite == nil", "favourite.age > 3", "favourite.owner.name == 'Ann'",
     ]
-    static let animalPredicates = ["owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1"]
+    static let animalPredicates = [
+        "owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1", "ANY fans.name == 'Ann'",
+        "fans.@count == 1", "fans.@count == 0", "ANY fans.favourite.name == 'Rex'", "owner.favourite.name == 'Rex'",
+    ]
 
     @Test("Predicates over the family's to-many end and to-one end answer as the in-memory store does")
     func predicatesMatchInMemory() async throws {
@@ -147,5 +169,17 @@ struct FamilyToManyTests {
             }
         }
         #expect(try await names(pg, "POwner", "ANY pets.name == 'Rex'").0 == ["Ann"])
+        #expect(try await names(pg, "POwner", "favourite.name == 'Rex'").0 == ["Ann"])
+        // By object: the cat Tom, not the animal or dog of the same key.
+        let ctx = pg.newBackgroundContext()
+        let favouredTom = try await ctx.perform {
+            let cats = NSFetchRequest<PCat>(entityName: "PCat")
+            cats.predicate = NSPredicate(format: "name == 'Tom'")
+            guard let tom = try ctx.fetch(cats).first else { return [String]() }
+            let r = NSFetchRequest<POwner>(entityName: "POwner")
+            r.predicate = NSPredicate(format: "favourite == %@", tom)
+            return try ctx.fetch(r).map(\.name)
+        }
+        #expect(favouredTom == ["Bob"])
     }
 }
