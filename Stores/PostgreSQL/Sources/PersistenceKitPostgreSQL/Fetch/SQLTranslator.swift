@@ -126,7 +126,7 @@ struct SQLTranslator {
         guard let (alias, entity) = table(path, &scope) else { return nil }
         if let end = layouts[Int(entity)].derivedEnd(path.property) {
             // A family's links are listed as text with their entities: left to memory.
-            if end.spansFamily { return nil }
+            if end.listsEntities { return nil }
             // A derived end's keys, listed from the owning column (`= ANY` and `cardinality`
             // read them as a stored list's).
             return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))

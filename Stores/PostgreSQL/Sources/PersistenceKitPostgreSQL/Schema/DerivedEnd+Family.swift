@@ -70,3 +70,48 @@ extension DerivedEnd {
         return .references(ids)
     }
 }
+
+/// Join tables whose rows on one side or both are of an entity family (`Animal.toys` ↔
+/// `Toy.animals`, with `Dog` and `Cat` below `Animal`): beside `source` and `target`, such a
+/// side has its entity column (`source_entity`, `target_entity`), since keys are counted per
+/// entity. An end reading the table matches its own row's entity, and lists the other
+/// side's entities with the keys when that side is a family.
+extension DerivedEnd {
+    /// Whether the end's links are read with their entities (listed as text, see
+    /// ``familyKeys(of:)``), not as keys of the destination alone.
+    var listsEntities: Bool { spansFamily || listedEntityColumn != nil }
+
+    /// Whether a join table's `source` rows (those of the owning end `owner`, declared by
+    /// an entity that may have sub-entities) and `target` rows are of entity families.
+    static func joinFamilies(owner: NSRelationshipDescription) -> (source: Bool, target: Bool) {
+        (owner.entity?.subentities.isEmpty == false, owner.destinationEntity?.subentities.isEmpty == false)
+    }
+
+    /// Sets the entity columns of a join table end read for rows of entity `entity`, whose
+    /// owning end is `owner` (this end itself or its inverse).
+    mutating func nameEntities(owner: NSRelationshipDescription, entity: Int32) {
+        let families = Self.joinFamilies(owner: owner)
+        let owns = match == "source"
+        let (matchFamily, listedFamily) = owns ? (families.source, families.target) : (families.target, families.source)
+        if matchFamily {
+            matchEntityColumn = match + "_entity"
+            matchEntity = entity
+        }
+        if listedFamily { listedEntityColumn = listed + "_entity" }
+    }
+
+    /// The join table rows linked from the row whose key is `key`, as text: `entity:key`
+    /// pairs in row-ID order, comma-separated (empty, never NULL).
+    func joinedFamilyKeys(of key: String) -> String {
+        let e = quote(listedEntityColumn ?? listed)
+        let k = quote(listed)
+        return "COALESCE((SELECT string_agg(pkd.\(e)::text || ':' || pkd.\(k)::text, ',' ORDER BY pkd.\(e), pkd.\(k)) "
+            + "FROM \(table) pkd WHERE pkd.\(quote(match)) = \(key)\(entityTest("pkd"))), '')"
+    }
+
+    /// The join table's columns after `source` and `target` (unquoted): the entity column of
+    /// each side of a family. Call it on the owning end.
+    var joinEntityColumns: [String] {
+        [matchEntityColumn, listedEntityColumn].compactMap { $0 }
+    }
+}

@@ -46,9 +46,13 @@ enum EntityFamilyLinks {
         return .reference(StoreRowID(entity: Int32(truncatingIfNeeded: result.int64(row, column + 1)), primaryKey: result.int64(row, column)))
     }
 
-    /// Whether `layouts` have a to-one into an entity family (the tables of layout version 3).
+    /// Whether `layouts` have a to-one into an entity family or a join table with an entity
+    /// column (the tables of layout version 3).
     static func hasFamilyToOnes(_ layouts: [TableLayout]) -> Bool {
-        layouts.contains { $0.columns.contains { if case .familyToOne = $0.kind { true } else { false } } }
+        layouts.contains { t in
+            t.columns.contains { if case .familyToOne = $0.kind { true } else { false } }
+                || t.derived.contains { $0.ownsJoinTable && !$0.joinEntityColumns.isEmpty }
+        }
     }
 
     /// Whether `r` is the unordered to-many end of a one-to-many: no column, read from its
@@ -56,6 +60,13 @@ enum EntityFamilyLinks {
     static func readsFamilyKeyColumn(_ r: NSRelationshipDescription) -> Bool {
         guard r.isToMany, !r.isOrdered, let inverse = r.inverseRelationship, inverse !== r else { return false }
         return !inverse.isTransient && !inverse.isToMany
+    }
+
+    /// Whether `r` is an end of an unordered many-to-many, kept in a join table whose sides
+    /// name their entities (``LinkLayout``).
+    static func readsJoinTable(_ r: NSRelationshipDescription) -> Bool {
+        guard r.isToMany, !r.isOrdered, let inverse = r.inverseRelationship, inverse !== r else { return false }
+        return !inverse.isTransient && inverse.isToMany && !inverse.isOrdered
     }
 
     /// The error for a migration step of a store with a to-one into an entity family
@@ -86,7 +97,8 @@ enum EntityFamilyLinks {
         var seen = Set<String>()
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             for case let r as NSRelationshipDescription in entity.properties where !r.isTransient {
-                guard let d = r.destinationEntity, !d.subentities.isEmpty, r.isToMany, !readsFamilyKeyColumn(r) else { continue }
+                guard let d = r.destinationEntity, !d.subentities.isEmpty, r.isToMany, !readsFamilyKeyColumn(r), !readsJoinTable(r)
+                else { continue }
                 let declaring = r.entity?.name ?? entity.name
                 // An inherited relationship is listed once, under its declaring entity.
                 guard seen.insert(declaring + "\u{0}" + r.name).inserted else { continue }

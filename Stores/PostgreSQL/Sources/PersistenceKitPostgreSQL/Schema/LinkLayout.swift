@@ -121,6 +121,9 @@ struct DerivedEnd: Sendable {
     var matchEntityColumn: String?
     /// The entity ``matchEntityColumn`` is compared with.
     var matchEntity: Int32 = 0
+    /// When the rows listed are of an entity family: the join table's column holding each
+    /// listed row's entity (`source_entity` or `target_entity`).
+    var listedEntityColumn: String?
 
     /// Whether the end is the owning end of a join table (a save writes its rows).
     var ownsJoinTable: Bool { source == .join(owns: true) }
@@ -143,6 +146,7 @@ struct DerivedEnd: Sendable {
     func keys(of key: String) -> String {
         // A family's links name their entities: a text list (`familyKeys`), not keys alone.
         if spansFamily { return familyKeys(of: key) }
+        if listedEntityColumn != nil { return joinedFamilyKeys(of: key) }
         return "ARRAY(SELECT pkd.\(quote(listed)) FROM \(table) pkd WHERE \(reaches("pkd", key)) ORDER BY pkd.\(quote(listed)))"
     }
 

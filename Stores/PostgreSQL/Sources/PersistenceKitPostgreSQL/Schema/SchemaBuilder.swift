@@ -106,7 +106,9 @@ struct SchemaBuilder {
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {
         for t in layouts { try c.execute(Self.createTable(t)) }
-        for end in layouts.flatMap(\.derived) where end.ownsJoinTable {
+        // Each entity of a family inherits the owning end: its join table is made once.
+        var joinTables = Set<String>()
+        for end in layouts.flatMap(\.derived) where end.ownsJoinTable && joinTables.insert(end.tableName).inserted {
             for statement in Self.createJoinTable(end) { try c.execute(statement) }
         }
         for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
@@ -135,10 +137,17 @@ struct SchemaBuilder {
     /// The statements that create the join table `end` (an owning end) writes: a row per
     /// link, keyed by both rows, with an index led by the other row for reading the other end.
     static func createJoinTable(_ end: DerivedEnd) -> [String] {
-        [
-            "CREATE TABLE \(end.table) (\"source\" bigint NOT NULL, \"target\" bigint NOT NULL, PRIMARY KEY (\"source\", \"target\"))",
+        // A side of an entity family has its entity column after its key (see
+        // `DerivedEnd+Family.swift`): a key names a row only with its entity.
+        let source = ["source"] + (end.matchEntityColumn.map { [$0] } ?? [])
+        let target = ["target"] + (end.listedEntityColumn.map { [$0] } ?? [])
+        let columns = source.map { "\(quote($0)) \($0 == "source" ? "bigint" : "integer") NOT NULL" }
+            + target.map { "\(quote($0)) \($0 == "target" ? "bigint" : "integer") NOT NULL" }
+        let key = (source + target).map(quote).joined(separator: ", ")
+        return [
+            "CREATE TABLE \(end.table) (\(columns.joined(separator: ", ")), PRIMARY KEY (\(key)))",
             // On both, the other row first: the other end's list is read from it alone.
-            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\"target\", \"source\")",
+            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\((target + source).map(quote).joined(separator: ", ")))",
         ]
     }
 

@@ -194,9 +194,11 @@ struct TableLayout: Sendable {
         guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
         func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
             let name = LinkLayout.joinTableName(owner: owner.entity?.name ?? ownerEntity, relationship: owner.name)
-            return DerivedEnd(
+            var end = DerivedEnd(
                 property: i, name: r.name, destination: di, source: .join(owns: owns), table: "\(quote(schema)).\(quote(name))",
                 tableName: name, match: owns ? "source" : "target", listed: owns ? "target" : "source")
+            end.nameEntities(owner: owner, entity: index)
+            return end
         }
         if LinkLayout.isJoined(r, of: entity) { return joined(owner: r, ownerEntity: entity.name, owns: true) }
         guard LinkLayout.isDerived(r, of: entity) else { return nil }
@@ -236,7 +238,7 @@ struct TableLayout: Sendable {
                 values.append(EntityFamilyLinks.decodeReference(result, index, skip + 2 + c))
             } else if let c = columnOfProperty[p] {
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
-            } else if let k = derivedOfProperty[p], derived[k].spansFamily {
+            } else if let k = derivedOfProperty[p], derived[k].listsEntities {
                 values.append(DerivedEnd.familyReferences(result, index, skip + 2 + columns.count + k))
             } else if let k = derivedOfProperty[p] {
                 let kind = ColumnKind.toMany(destination: derived[k].destination)

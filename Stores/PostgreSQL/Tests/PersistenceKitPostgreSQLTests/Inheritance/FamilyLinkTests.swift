@@ -11,7 +11,8 @@ import Testing
 struct FamilyLinkTests {
     /// Ann: Rex (a collie), Tom (a cat), Generic (an animal); Bob: Bit (a dog); Cid: none.
     /// Stray (a cat) has no owner. Favourites: Ann's is Rex, Bob's is Tom, Cid's is Stray.
-    /// (Keys are counted per entity: the first animal, dog and cat all have key 1.)
+    /// Toys: Rex, Tom and Generic play with the ball, Bit and Rex with the bone. (Keys are
+    /// counted per entity: the first animal, dog and cat all have key 1.)
     static func seed(_ container: NSPersistentContainer) async throws {
         let ctx = container.newBackgroundContext()
         try await ctx.perform {
@@ -49,6 +50,13 @@ struct FamilyLinkTests {
             owners["Ann"]?.favourite = byName["Rex"]
             owners["Bob"]?.favourite = byName["Tom"]
             owners["Cid"]?.favourite = byName["Stray"]
+            let ball = PToy(context: ctx)
+            ball.name = "ball"
+            let bone = PToy(context: ctx)
+            bone.name = "bone"
+            for name in ["Rex", "Tom", "Generic"] { byName[name]?.toys.insert(ball) }
+            byName["Bit"]?.toys.insert(bone)
+            byName["Rex"]?.toys.insert(bone)
             try ctx.save()
         }
     }
@@ -86,6 +94,15 @@ struct FamilyLinkTests {
             #expect(byName["Rex"]?.fans.map(\.name) == ["Ann"])
             #expect(byName["Tom"]?.fans.map(\.name) == ["Bob"])
             #expect(byName["Generic"]?.fans.isEmpty == true)
+            // The many-to-many: both ends name each row's own entity.
+            let toys = try ctx.fetch(NSFetchRequest<PToy>(entityName: "PToy")).sorted { $0.name < $1.name }
+            #expect(toys.map(\.name) == ["ball", "bone"])
+            let players = Dictionary(uniqueKeysWithValues: toys[0].animals.map { ($0.name, $0.objectID.entity.name) })
+            #expect(players == ["Rex": "PDog", "Tom": "PCat", "Generic": "PAnimal"])
+            #expect(Set(toys[1].animals.map(\.name)) == ["Bit", "Rex"])
+            #expect(Set(byName["Rex"]?.toys.map(\.name) ?? []) == ["ball", "bone"])
+            #expect(byName["Tom"]?.toys.map(\.name) == ["ball"])
+            #expect(byName["Generic"]?.toys.map(\.name) == ["ball"])
             // The to-one end agrees from the family's side.
             let animals = try ctx.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal"))
             #expect(animals.count == 5)
@@ -111,8 +128,11 @@ struct FamilyLinkTests {
             pets["Tom"]?.owner = owners[2]
             if let rex = pets["Rex"] { ctx.delete(rex) }
             try ctx.save()
-            // Bob goes, and his dog with him (cascade).
+            // Bob goes, and his dog with him (cascade), out of the bone's players.
             ctx.delete(owners[1])
+            try ctx.save()
+            // Generic stops playing with the ball.
+            if let generic = pets["Generic"], let ball = generic.toys.first { generic.toys.remove(ball) }
             try ctx.save()
         }
         let reader = try await TestServer.container(model: model, schema: schema, name: "reader", listens: false)
@@ -127,6 +147,10 @@ struct FamilyLinkTests {
             #expect((owners[1].favourite as? PCat)?.name == "Stray")
             let left = try rc.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal")).map(\.name).sorted()
             #expect(left == ["Generic", "Stray", "Tom"])
+            let toys = try rc.fetch(NSFetchRequest<PToy>(entityName: "PToy")).sorted { $0.name < $1.name }
+            #expect(toys[0].animals.map(\.name) == ["Tom"])
+            #expect(toys[0].animals.first is PCat)
+            #expect(toys[1].animals.isEmpty)
         }
     }
 
@@ -138,7 +162,9 @@ struct FamilyLinkTests {
     static let animalPredicates = [
         "owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1", "ANY fans.name == 'Ann'",
         "fans.@count == 1", "fans.@count == 0", "ANY fans.favourite.name == 'Rex'", "owner.favourite.name == 'Rex'",
+        "ANY toys.name == 'ball'", "toys.@count == 2", "NONE toys.name == 'bone'", "ANY toys.animals.name == 'Bit'",
     ]
+    static let toyPredicates = ["ANY animals.name == 'Rex'", "animals.@count == 3", "ANY animals.age > 4", "ALL animals.age < 3"]
 
     @Test("Predicates over the family's to-many end and to-one end answer as the in-memory store does")
     func predicatesMatchInMemory() async throws {
@@ -160,7 +186,7 @@ struct FamilyLinkTests {
                 return (names, try ctx.count(for: r))
             }
         }
-        for (entity, formats) in [("POwner", Self.ownerPredicates), ("PAnimal", Self.animalPredicates), ("PDog", Self.animalPredicates)] {
+        for (entity, formats) in [("POwner", Self.ownerPredicates), ("PAnimal", Self.animalPredicates), ("PDog", Self.animalPredicates), ("PCat", Self.animalPredicates), ("PToy", Self.toyPredicates)] {
             for format in formats {
                 let a = try await names(pg, entity, format)
                 let b = try await names(memory, entity, format)

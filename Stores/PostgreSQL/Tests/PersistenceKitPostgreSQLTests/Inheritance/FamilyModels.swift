@@ -9,6 +9,7 @@ class FMAnimal: NSManagedObject {
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: FMOwner?
     @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<FMOwner>
     @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var toys: Set<FMToy>
+    @Relationship(inverse: "walks", deleteRule: .nullifyDeleteRule) var walker: FMOwner?
 }
 
 /// A toy many animals play with: a many-to-many into the family.
@@ -25,20 +26,28 @@ final class FMCat: FMAnimal {
     @Attribute var lives: Int16 = 9
 }
 
-/// An owner: pets and a favourite of the animal family.
+/// An owner: pets, a favourite and walks in order (a key list) of the animal family.
 final class FMOwner: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<FMAnimal>
     @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: FMAnimal?
+    @Relationship(inverse: "walker", deleteRule: .nullifyDeleteRule) var walks: [FMAnimal]
 }
 
 /// Animals (dogs and cats among them) each with at most one owner and owners' favourites:
-/// a one-to-many whose to-many end leads into the family, and a to-one into it.
+/// a one-to-many whose to-many end leads into the family, a to-one and a many-to-many.
 class PAnimal: NSManagedObject {
     @Attribute var name: String = ""
     @Attribute var age: Int64 = 0
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: POwner?
     @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<POwner>
+    @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var toys: Set<PToy>
+}
+
+/// A toy many animals play with: a many-to-many into the family.
+final class PToy: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "toys", deleteRule: .nullifyDeleteRule) var animals: Set<PAnimal>
 }
 
 final class PDog: PAnimal {
@@ -79,9 +88,9 @@ enum FamilyModels {
         try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self, FMToy.self])
     }
 
-    /// Owners with pets and a favourite among animals, dogs and cats.
+    /// Owners with pets and a favourite among animals, dogs and cats, which play with toys.
     static func pets() throws -> NSManagedObjectModel {
-        try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self])
+        try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self, PToy.self])
     }
 
     /// Animals, dogs in kennels: no relationship leads to an entity with sub-entities.

@@ -93,6 +93,9 @@ struct StepMigration {
             for col in t.columns {
                 if case .familyToOne = col.kind { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
             }
+            for end in t.derived where !end.joinEntityColumns.isEmpty {
+                throw EntityFamilyLinks.refusedMigration(of: t.entityName, end.name, target: schema)
+            }
         }
         let newByName = Dictionary(uniqueKeysWithValues: newLayouts.map { ($0.entityName, $0) })
         let kept = Set(step.entities.map(\.source.name))
