@@ -9,8 +9,11 @@ extension PostgreSQLStore {
     func writeFamilyJoinChanges(_ change: JoinChanges, of end: DerivedEnd, on c: PostgreSQLConnection) throws {
         let sourceEntity = end.matchEntityColumn != nil
         let targetEntity = end.listedEntityColumn != nil
-        /// The columns and unnest arguments of one side: key, then entity when it has one.
-        func side(_ name: String, _ ids: [StoreRowID], entity: Bool, from n: Int) -> (columns: [String], args: [String], values: [SQLParameter]) {
+        // The columns, unnest arguments (from `$n`) and values of one side: key, then entity
+        // when the side has one.
+        func side(_ name: String, _ ids: [StoreRowID], entity: Bool, from n: Int)
+            -> (columns: [String], args: [String], values: [SQLParameter])
+        {
             var columns = [quote(name)]
             var args = ["$\(n)::bigint[]"]
             var values: [SQLParameter] = [.text(ValueCoding.array(ids.map(\.primaryKey)))]
@@ -23,9 +26,8 @@ extension PostgreSQLStore {
         }
         if !change.sourcesGone.isEmpty {
             let s = side("source", change.sourcesGone.sorted(), entity: sourceEntity, from: 1)
-            try c.execute(
-                "DELETE FROM \(end.table) WHERE (\(s.columns.joined(separator: ", "))) IN (SELECT * FROM unnest(\(s.args.joined(separator: ", "))))",
-                s.values)
+            let columns = s.columns.joined(separator: ", ")
+            try c.execute("DELETE FROM \(end.table) WHERE (\(columns)) IN (SELECT * FROM unnest(\(s.args.joined(separator: ", "))))", s.values)
         }
         func pairs(_ list: [(StoreRowID, StoreRowID)]) -> (columns: String, args: String, values: [SQLParameter]) {
             let sorted = list.sorted { ($0.0, $0.1) < ($1.0, $1.1) }

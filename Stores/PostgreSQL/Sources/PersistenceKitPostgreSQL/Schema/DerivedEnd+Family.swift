@@ -36,7 +36,10 @@ extension DerivedEnd {
     /// The rows of every family table linked from the row whose key is `key`, each as its
     /// entity and key (`SELECT e, k`).
     private func familyRows(of key: String) -> String {
-        family.map { "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf WHERE pkf.\(quote(match)) = \(key)\(entityTest("pkf"))" }
+        family.map {
+            "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf "
+                + "WHERE pkf.\(quote(match)) = \(key)\(entityTest("pkf"))"
+        }
             .joined(separator: " UNION ALL ")
     }
 
@@ -48,7 +51,8 @@ extension DerivedEnd {
 
     /// The number of rows of the family linked from the row whose key is `key`.
     func familyCount(of key: String) -> String {
-        "(" + family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key)\(entityTest("pkc")))" }.joined(separator: " + ") + ")"
+        let counts = family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key)\(entityTest("pkc")))" }
+        return "(" + counts.joined(separator: " + ") + ")"
     }
 
     /// ` AND <alias>.<entity column> = <entity>` when the key column is a to-one into an

@@ -12,15 +12,17 @@ import PersistenceKit
 /// before any table is created or migrated, rather than read back wrong.
 ///
 /// Kept: a to-one (`Owner.favourite: Animal`), as its key and, in the column after it
-/// (`favourite__entity`, see ``entityColumn(of:)``), the entity of the row it links to; and
-/// the to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no column
-/// and is read from the key column every table of the family inherits, each row with its
-/// own entity (see `DerivedEnd+Family.swift`). A store with such a to-one records table
-/// layout version 3 (``LinkLayout/familyVersion``), which earlier builds refuse.
+/// (`favourite__entity`, see ``entityColumn(of:)``), the entity of the row it links to; the
+/// to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no column and is
+/// read from the key column every table of the family inherits, each row with its own
+/// entity; and an unordered many-to-many, whose join table has an entity column for each
+/// family side (see `DerivedEnd+Family.swift`). A store with such a to-one or join table
+/// records table layout version 3 (``LinkLayout/familyVersion``), which earlier builds
+/// refuse. Refused: key lists (an ordered to-many, or one without an inverse) into a family.
 enum EntityFamilyLinks {
-    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every stored
-    /// relationship of `model` whose destination entity has sub-entities (`target`: where
-    /// the store is, for the message).
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every key list (an
+    /// ordered to-many, or one without an inverse) of `model` whose destination entity has
+    /// sub-entities (`target`: where the store is, for the message).
     static func refuse(in model: NSManagedObjectModel, target: String) throws(PostgreSQLStoreError) {
         let unsupported = relationshipsIntoFamilies(of: model)
         guard let first = unsupported.first else { return }
@@ -28,11 +30,10 @@ enum EntityFamilyLinks {
         throw PostgreSQLStoreError(
             .unsupportedModel, target: target,
             "relationship \(first.entity).\(first.relationship) leads to entity \(first.destination), which has sub-entities; "
-                + "the PostgreSQL store keeps a to-many's link as a key into one entity's table and does not support "
-                + "many-to-manys or key lists into an entity with sub-entities yet (unsupported: \(named.joined(separator: "; "))). "
-                + "Point each such relationship at an entity without sub-entities, make it a to-one or the to-many end of a "
-                + "one-to-many, "
-                + "or keep the model in the file store.")
+                + "the PostgreSQL store keeps an ordered to-many (or one without an inverse) as a list of keys into one "
+                + "entity's table and does not support such lists into an entity with sub-entities yet (unsupported: "
+                + "\(named.joined(separator: "; "))). Point each such relationship at an entity without sub-entities, make it "
+                + "unordered with an inverse, or keep the model in the file store.")
     }
 
     /// The name of the column after a to-one `relationship` into an entity family that holds
@@ -89,9 +90,9 @@ enum EntityFamilyLinks {
         let subentities: String
     }
 
-    /// The stored relationships of `model` whose destination entity has sub-entities, each
-    /// once (an inherited relationship under the entity that declares it), sorted by entity
-    /// and relationship name.
+    /// The key lists of `model` whose destination entity has sub-entities, each once (an
+    /// inherited relationship under the entity that declares it), sorted by entity and
+    /// relationship name.
     static func relationshipsIntoFamilies(of model: NSManagedObjectModel) -> [Link] {
         var found: [Link] = []
         var seen = Set<String>()

@@ -27,9 +27,9 @@ enum LinkLayout {
     /// every to-many end as a key list.
     static let version = "2"
 
-    /// The layout version of a store whose model has a to-one into an entity family (a key
-    /// and an entity column, see ``EntityFamilyLinks``): 3, so that builds that read only
-    /// version 2 refuse it rather than read such links as the destination entity.
+    /// The layout version of a store whose model has a to-one or a join table into an entity
+    /// family (a key and an entity column, see ``EntityFamilyLinks``): 3, so that builds that
+    /// read only version 2 refuse it rather than read such links as the destination entity.
     static let familyVersion = "3"
 
     /// The layout version of a store of `layouts`.

@@ -138,6 +138,23 @@ struct EntityFamilyLinkTests {
         #expect(try await ctx.perform { try ctx.count(for: NSFetchRequest<NSManagedObject>(entityName: "Book")) } == 3)
     }
 
+    @Test("A layout-2 store of a model with links into a family (made without entity columns) is refused as unsupportedLayout")
+    func earlierLayoutRefused() async throws {
+        let model = try FamilyModels.pets()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        try TestServer.store(model: model, schema: schema).close()
+        let admin = try AdminConnection(url: try #require(TestServer.url))
+        // The join table's sides: the animals' with their entities, the toys' key alone.
+        let columns = try admin.column(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = '\(schema)' "
+                + "AND table_name = '_pk_link_PAnimal_toys' ORDER BY ordinal_position")
+        #expect(columns == ["source", "source_entity", "target"])
+        try admin.run("UPDATE \"\(schema)\".\"_pk_metadata\" SET value = '2' WHERE key = '\(PostgreSQLStore.layoutVersionKey)'")
+        let error = #expect(throws: PostgreSQLStoreError.self) { _ = try TestServer.store(model: model, schema: schema) }
+        #expect(error?.kind == .unsupportedLayout(found: "2"))
+    }
+
     @Test("A family whose links lead to a sub-entity without sub-entities keeps entities, links and predicates")
     func leafLinksRoundTrip() async throws {
         let model = try FamilyModels.kennels()

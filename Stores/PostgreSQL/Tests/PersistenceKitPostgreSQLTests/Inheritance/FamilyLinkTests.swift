@@ -186,7 +186,11 @@ struct FamilyLinkTests {
                 return (names, try ctx.count(for: r))
             }
         }
-        for (entity, formats) in [("POwner", Self.ownerPredicates), ("PAnimal", Self.animalPredicates), ("PDog", Self.animalPredicates), ("PCat", Self.animalPredicates), ("PToy", Self.toyPredicates)] {
+        let cases = [
+            ("POwner", Self.ownerPredicates), ("PAnimal", Self.animalPredicates), ("PDog", Self.animalPredicates),
+            ("PCat", Self.animalPredicates), ("PToy", Self.toyPredicates),
+        ]
+        for (entity, formats) in cases {
             for format in formats {
                 let a = try await names(pg, entity, format)
                 let b = try await names(memory, entity, format)
