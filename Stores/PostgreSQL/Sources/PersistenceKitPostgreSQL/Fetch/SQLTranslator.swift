@@ -133,7 +133,10 @@ struct SQLTranslator {
         }
         guard let col = layouts[Int(entity)].column(path.property) else { return nil }
         // A to-one into a family is its key and entity together: left to memory.
-        if case .familyToOne = col.kind { return nil }
+        switch col.kind {
+        case .familyToOne, .familyToMany: return nil
+        default: break
+        }
         return ("\(alias).\(col.quoted)", col.kind)
     }
 

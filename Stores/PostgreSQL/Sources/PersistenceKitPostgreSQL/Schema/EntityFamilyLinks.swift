@@ -1,14 +1,13 @@
 import Foundation
 import PersistenceKit
 
-/// Which links into an entity family the store's tables cannot keep.
+/// How the store's tables keep links into an entity family, and which they cannot keep.
 ///
 /// Each entity has a table of its own, keyed per entity (`_pk_keys` counts each entity's
-/// keys apart), and a stored link is a destination key alone: a to-one is a `bigint`
-/// column, a to-many a key list, a join table a pair of keys (see ``LinkLayout``). A key
-/// names a row only together with its table, so a stored link into an entity with
-/// sub-entities would lose which entity an object belongs to (a `Dog` read back as the
-/// `Animal` of the same key). Such relationships are refused when the layout is made,
+/// keys apart), so a key names a row only together with its table: a link into an entity
+/// with sub-entities keeps the linked row's entity too (a key alone would read a `Dog` back
+/// as the `Animal` of the same key), and an end read from such a family's rows reads every
+/// table of it. What the store cannot keep that way is refused when the layout is made,
 /// before any table is created or migrated, rather than read back wrong.
 ///
 /// Kept: a to-one (`Owner.favourite: Animal`), as its key and, in the column after it
@@ -16,13 +15,15 @@ import PersistenceKit
 /// to-many end of a one-to-many (`Owner.pets` ↔ `Animal.owner`), which has no column and is
 /// read from the key column every table of the family inherits, each row with its own
 /// entity; and an unordered many-to-many, whose join table has an entity column for each
-/// family side (see `DerivedEnd+Family.swift`). A store with such a to-one or join table
+/// family side (see `DerivedEnd+Family.swift`); and a to-many kept in its row (ordered, or
+/// without an inverse) as a list of packed keys (``pack(_:)``). A store with such a link
 /// records table layout version 3 (``LinkLayout/familyVersion``), which earlier builds
-/// refuse. Refused: key lists (an ordered to-many, or one without an inverse) into a family.
+/// refuse. Refused: an unordered end read from an ordered owning to-many that a family's
+/// tables hold (``readsFamilyList(_:of:)``).
 enum EntityFamilyLinks {
-    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every key list (an
-    /// ordered to-many, or one without an inverse) of `model` whose destination entity has
-    /// sub-entities (`target`: where the store is, for the message).
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` naming every relationship of
+    /// `model` that ``readsFamilyList(_:of:)`` (`target`: where the store is, for the
+    /// message).
     static func refuse(in model: NSManagedObjectModel, target: String) throws(PostgreSQLStoreError) {
         let unsupported = relationshipsIntoFamilies(of: model)
         guard let first = unsupported.first else { return }
@@ -30,10 +31,9 @@ enum EntityFamilyLinks {
         throw PostgreSQLStoreError(
             .unsupportedModel, target: target,
             "relationship \(first.entity).\(first.relationship) leads to entity \(first.destination), which has sub-entities; "
-                + "the PostgreSQL store keeps an ordered to-many (or one without an inverse) as a list of keys into one "
-                + "entity's table and does not support such lists into an entity with sub-entities yet (unsupported: "
-                + "\(named.joined(separator: "; "))). Point each such relationship at an entity without sub-entities, make it "
-                + "unordered with an inverse, or keep the model in the file store.")
+                + "it would be read from the ordered to-many each table of that family holds, which the PostgreSQL store "
+                + "does not support yet (unsupported: \(named.joined(separator: "; "))). Make the inverse unordered, point the "
+                + "relationship at an entity without sub-entities, or keep the model in the file store.")
     }
 
     /// The name of the column after a to-one `relationship` into an entity family that holds
@@ -47,27 +47,46 @@ enum EntityFamilyLinks {
         return .reference(StoreRowID(entity: Int32(truncatingIfNeeded: result.int64(row, column + 1)), primaryKey: result.int64(row, column)))
     }
 
-    /// Whether `layouts` have a to-one into an entity family or a join table with an entity
-    /// column (the tables of layout version 3).
-    static func hasFamilyToOnes(_ layouts: [TableLayout]) -> Bool {
+    /// Whether `layouts` have a to-one or a key list into an entity family or a join table
+    /// with an entity column (the tables of layout version 3).
+    static func hasFamilyLinks(_ layouts: [TableLayout]) -> Bool {
         layouts.contains { t in
-            t.columns.contains { if case .familyToOne = $0.kind { true } else { false } }
+            t.columns.contains { $0.kind.isFamilyLink }
                 || t.derived.contains { $0.ownsJoinTable && !$0.joinEntityColumns.isEmpty }
         }
     }
 
-    /// Whether `r` is the unordered to-many end of a one-to-many: no column, read from its
-    /// inverse's key column (``LinkLayout``), which every entity of the family inherits.
-    static func readsFamilyKeyColumn(_ r: NSRelationshipDescription) -> Bool {
-        guard r.isToMany, !r.isOrdered, let inverse = r.inverseRelationship, inverse !== r else { return false }
-        return !inverse.isTransient && !inverse.isToMany
+    /// Whether `r` (a relationship of `entity`) is an unordered to-many end read from its
+    /// inverse's key list, an ordered owning to-many that each table of `r`'s destination
+    /// family holds: an end the store does not read across the family's tables yet.
+    static func readsFamilyList(_ r: NSRelationshipDescription, of entity: NSEntityDescription) -> Bool {
+        guard LinkLayout.isDerived(r, of: entity), let inverse = r.inverseRelationship, inverse.isToMany, let d = r.destinationEntity
+        else { return false }
+        return !LinkLayout.isJoined(inverse, of: d)
     }
 
-    /// Whether `r` is an end of an unordered many-to-many, kept in a join table whose sides
-    /// name their entities (``LinkLayout``).
-    static func readsJoinTable(_ r: NSRelationshipDescription) -> Bool {
-        guard r.isToMany, !r.isOrdered, let inverse = r.inverseRelationship, inverse !== r else { return false }
-        return !inverse.isTransient && inverse.isToMany && !inverse.isOrdered
+    /// One linked row of a key list into an entity family as one `bigint`: its entity times
+    /// 2^48 plus its key, so that the list's `@>` test (and its GIN index) finds a row by
+    /// entity and key at once; nil for a key outside 0..<2^48 (the store hands out keys from
+    /// 1 up: more than 2^48 rows of one entity).
+    static func pack(_ id: StoreRowID) -> Int64? {
+        guard id.primaryKey >= 0, id.primaryKey < packFactor, id.entity >= 0 else { return nil }
+        return Int64(id.entity) * packFactor + id.primaryKey
+    }
+
+    /// The row a packed key names (see ``pack(_:)``).
+    static func unpack(_ packed: Int64) -> StoreRowID {
+        StoreRowID(entity: Int32(truncatingIfNeeded: packed / packFactor), primaryKey: packed % packFactor)
+    }
+
+    /// 2^48: keys of a packed list are below it.
+    static let packFactor: Int64 = 1 << 48
+
+    /// The SQL of the packed key of row `key` (an SQL expression) of entity `entity`, or
+    /// `key` itself when `entity` is nil (a plain key list).
+    static func packed(_ key: String, _ entity: Int32?) -> String {
+        guard let entity else { return key }
+        return "(\(Int64(entity) * packFactor)::bigint + \(key))"
     }
 
     /// The error for a migration step of a store with a to-one into an entity family
@@ -90,16 +109,15 @@ enum EntityFamilyLinks {
         let subentities: String
     }
 
-    /// The key lists of `model` whose destination entity has sub-entities, each once (an
-    /// inherited relationship under the entity that declares it), sorted by entity and
-    /// relationship name.
+    /// The relationships of `model` that ``readsFamilyList(_:of:)``, each once (an inherited
+    /// relationship under the entity that declares it), sorted by entity and relationship
+    /// name.
     static func relationshipsIntoFamilies(of model: NSManagedObjectModel) -> [Link] {
         var found: [Link] = []
         var seen = Set<String>()
         for entity in model.entities.sorted(by: { $0.name < $1.name }) {
             for case let r as NSRelationshipDescription in entity.properties where !r.isTransient {
-                guard let d = r.destinationEntity, !d.subentities.isEmpty, r.isToMany, !readsFamilyKeyColumn(r), !readsJoinTable(r)
-                else { continue }
+                guard let d = r.destinationEntity, !d.subentities.isEmpty, readsFamilyList(r, of: entity) else { continue }
                 let declaring = r.entity?.name ?? entity.name
                 // An inherited relationship is listed once, under its declaring entity.
                 guard seen.insert(declaring + "\u{0}" + r.name).inserted else { continue }
@@ -108,5 +126,16 @@ enum EntityFamilyLinks {
             }
         }
         return found.sorted { ($0.entity, $0.relationship) < ($1.entity, $1.relationship) }
+    }
+}
+
+extension ColumnKind {
+    /// Whether the column links into an entity family with the linked rows' entities (a
+    /// to-one's key or a packed key list; see ``EntityFamilyLinks``).
+    var isFamilyLink: Bool {
+        switch self {
+        case .familyToOne, .familyToMany: true
+        default: false
+        }
     }
 }

@@ -34,7 +34,7 @@ enum LinkLayout {
 
     /// The layout version of a store of `layouts`.
     static func version(of layouts: [TableLayout]) -> String {
-        EntityFamilyLinks.hasFamilyToOnes(layouts) ? familyVersion : version
+        EntityFamilyLinks.hasFamilyLinks(layouts) ? familyVersion : version
     }
 
     /// Whether `r`, a stored relationship of `entity`, owns its links (see the type's
@@ -124,6 +124,9 @@ struct DerivedEnd: Sendable {
     /// When the rows listed are of an entity family: the join table's column holding each
     /// listed row's entity (`source_entity` or `target_entity`).
     var listedEntityColumn: String?
+    /// When the key list `match` is into an entity family (packed keys, see
+    /// ``EntityFamilyLinks/pack(_:)``): the entity of the rows this end is read for.
+    var packedEntity: Int32?
 
     /// Whether the end is the owning end of a join table (a save writes its rows).
     var ownsJoinTable: Bool { source == .join(owns: true) }
@@ -131,7 +134,7 @@ struct DerivedEnd: Sendable {
     /// The condition that row `alias` of `table` links to the row whose key is `key` (an
     /// SQL expression). A key list is tested with `@>`, which its GIN index serves.
     private func reaches(_ alias: String, _ key: String) -> String {
-        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(key)]::bigint[]" : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
+        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(EntityFamilyLinks.packed(key, packedEntity))]::bigint[]" : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
     }
 
     /// The condition that row `alias` of the destination is linked from the row whose key

@@ -16,6 +16,10 @@ enum ColumnKind: Sendable, Equatable {
     /// The entity (index in the model) of the row the ``familyToOne`` column before it
     /// links to.
     case familyEntity
+    /// A to-many kept in its row (as ``toMany``) into an entity with sub-entities: each
+    /// linked row as its entity and key packed in one `bigint` (see
+    /// ``EntityFamilyLinks/pack(_:)``), in the relationship's order.
+    case familyToMany(destination: Int32)
 
     /// The column's SQL type.
     var sqlType: String {
@@ -33,7 +37,7 @@ enum ColumnKind: Sendable, Equatable {
         case .bool: "boolean"
         case .data: "bytea"
         case .uuid: "uuid"
-        case .toMany: "bigint[]"
+        case .toMany, .familyToMany: "bigint[]"
         }
     }
 
@@ -151,7 +155,7 @@ struct TableLayout: Sendable {
                     columns.append(Column(property: i, name: entityColumn, quoted: quote(entityColumn), kind: .familyEntity, indexed: false))
                     continue
                 }
-                kind = r.isToMany ? .toMany(destination: di) : .toOne(destination: di)
+                kind = r.isToMany ? (d.subentities.isEmpty ? .toMany(destination: di) : .familyToMany(destination: di)) : .toOne(destination: di)
                 indexed = !r.isToMany
             } else {
                 throw PostgreSQLStoreError(
@@ -176,7 +180,7 @@ struct TableLayout: Sendable {
         let prefix = alias.map { $0 + "." } ?? ""
         let values = columns.map { c -> String in
             switch c.kind {
-            case .decimal, .toMany: "\(prefix)\(c.quoted)::text"
+            case .decimal, .toMany, .familyToMany: "\(prefix)\(c.quoted)::text"
             default: prefix + c.quoted
             }
         }
@@ -206,6 +210,8 @@ struct TableLayout: Sendable {
         var end = DerivedEnd(
             property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
             table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
+        // A list into this entity's family holds packed keys: its rows are found by theirs.
+        if end.source == .list, inverse.destinationEntity?.subentities.isEmpty == false { end.packedEntity = index }
         if end.source == .key {
             end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
             // The inverse is a to-one into this entity's family: its rows name the entity too.

@@ -23,6 +23,9 @@ enum ValueCoding {
         case let (.reference(id), .toOne(destination)) where id.entity == destination: return .text(String(id.primaryKey))
         case let (.references(ids), .toMany): return .text(array(ids.map(\.primaryKey)))
         case let (.reference(id), .familyToOne): return .text(String(id.primaryKey))
+        case let (.references(ids), .familyToMany):
+            let packed = ids.compactMap(EntityFamilyLinks.pack)
+            return packed.count == ids.count ? .text(array(packed)) : nil
         case let (.reference(id), .familyEntity): return .text(String(id.entity))
         default: return nil
         }
@@ -57,6 +60,7 @@ enum ValueCoding {
         case let .toOne(destination), let .familyToOne(destination):
             return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
         case .familyEntity: return .integer(result.int64(row, column))
+        case .familyToMany: return .references(keys(result.text(row, column)).map(EntityFamilyLinks.unpack))
         case let .toMany(destination):
             return .references(keys(result.text(row, column)).map { StoreRowID(entity: destination, primaryKey: $0) })
         }
@@ -84,6 +88,7 @@ enum ValueCoding {
         case let .toOne(destination), let .familyToOne(destination):
             return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
         case .familyEntity: return .integer(result.int64(row, column))
+        case .familyToMany: return .references(keys(result.string(row, column)).map(EntityFamilyLinks.unpack))
         case let .toMany(destination):
             return .references(keys(result.string(row, column)).map { StoreRowID(entity: destination, primaryKey: $0) })
         }

@@ -11,7 +11,8 @@ import Testing
 struct FamilyLinkTests {
     /// Ann: Rex (a collie), Tom (a cat), Generic (an animal); Bob: Bit (a dog); Cid: none.
     /// Stray (a cat) has no owner. Favourites: Ann's is Rex, Bob's is Tom, Cid's is Stray.
-    /// Toys: Rex, Tom and Generic play with the ball, Bit and Rex with the bone. (Keys are
+    /// Toys: Rex, Tom and Generic play with the ball, Bit and Rex with the bone. Ann walks
+    /// Tom, Rex and Generic in that order; the vet's agenda lists Rex, then Tom. (Keys are
     /// counted per entity: the first animal, dog and cat all have key 1.)
     static func seed(_ container: NSPersistentContainer) async throws {
         let ctx = container.newBackgroundContext()
@@ -57,6 +58,12 @@ struct FamilyLinkTests {
             for name in ["Rex", "Tom", "Generic"] { byName[name]?.toys.insert(ball) }
             byName["Bit"]?.toys.insert(bone)
             byName["Rex"]?.toys.insert(bone)
+            if let tom = byName["Tom"], let rex = byName["Rex"], let generic = byName["Generic"] {
+                owners["Ann"]?.walks = [tom, rex, generic]
+                let vet = PAgenda(context: ctx)
+                vet.name = "vet"
+                vet.items = [rex, tom]
+            }
             try ctx.save()
         }
     }
@@ -103,6 +110,17 @@ struct FamilyLinkTests {
             #expect(Set(byName["Rex"]?.toys.map(\.name) ?? []) == ["ball", "bone"])
             #expect(byName["Tom"]?.toys.map(\.name) == ["ball"])
             #expect(byName["Generic"]?.toys.map(\.name) == ["ball"])
+            // Ordered to-manys into the family keep order and entities; their other ends agree.
+            #expect(ann.walks.map(\.name) == ["Tom", "Rex", "Generic"])
+            #expect(ann.walks.map(\.objectID.entity.name) == ["PCat", "PDog", "PAnimal"])
+            #expect(byName["Rex"]?.walker === ann)
+            #expect(byName["Bit"]?.walker == nil)
+            let agenda = try ctx.fetch(NSFetchRequest<PAgenda>(entityName: "PAgenda")).first
+            #expect(agenda?.items.map(\.name) == ["Rex", "Tom"])
+            #expect(agenda?.items.first is PDog)
+            #expect(byName["Rex"]?.agendas.map(\.name) == ["vet"])
+            #expect(byName["Tom"]?.agendas.map(\.name) == ["vet"])
+            #expect(byName["Generic"]?.agendas.isEmpty == true)
             // The to-one end agrees from the family's side.
             let animals = try ctx.fetch(NSFetchRequest<PAnimal>(entityName: "PAnimal"))
             #expect(animals.count == 5)
@@ -158,11 +176,13 @@ struct FamilyLinkTests {
         "ANY pets.name == 'Rex'", "ANY pets.name == 'Bit'", "ANY pets.age > 4", "pets.@count == 3", "pets.@count >= 1",
         "NONE pets.name == 'Tom'", "ALL pets.age < 4", "SUBQUERY(pets, $p, $p.age >= 2).@count == 2", "pets.@count == 0",
         "favourite.name == 'Rex'", "favourite.name == 'Tom'", "favourite == nil", "favourite.age > 3", "favourite.owner.name == 'Ann'",
+        "ANY walks.name == 'Rex'", "walks.@count == 3", "ANY walks.age == 3",
     ]
     static let animalPredicates = [
         "owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1", "ANY fans.name == 'Ann'",
         "fans.@count == 1", "fans.@count == 0", "ANY fans.favourite.name == 'Rex'", "owner.favourite.name == 'Rex'",
         "ANY toys.name == 'ball'", "toys.@count == 2", "NONE toys.name == 'bone'", "ANY toys.animals.name == 'Bit'",
+        "walker.name == 'Ann'", "ANY agendas.name == 'vet'", "agendas.@count == 1", "ANY walker.walks.name == 'Tom'",
     ]
     static let toyPredicates = ["ANY animals.name == 'Rex'", "animals.@count == 3", "ANY animals.age > 4", "ALL animals.age < 3"]
 

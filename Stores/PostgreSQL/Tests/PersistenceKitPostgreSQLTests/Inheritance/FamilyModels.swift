@@ -8,14 +8,14 @@ class FMAnimal: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: FMOwner?
     @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<FMOwner>
-    @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var toys: Set<FMToy>
-    @Relationship(inverse: "walks", deleteRule: .nullifyDeleteRule) var walker: FMOwner?
+    @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var pals: [FMPal]
 }
 
-/// A toy many animals play with: a many-to-many into the family.
-final class FMToy: NSManagedObject {
+/// A pal of animals, who lists them in order: `FMPal.animals` would be read from the
+/// ordered `pals` each table of the family holds.
+final class FMPal: NSManagedObject {
     @Attribute var name: String = ""
-    @Relationship(inverse: "toys", deleteRule: .nullifyDeleteRule) var animals: Set<FMAnimal>
+    @Relationship(inverse: "pals", deleteRule: .nullifyDeleteRule) var animals: Set<FMAnimal>
 }
 
 final class FMDog: FMAnimal {
@@ -26,22 +26,31 @@ final class FMCat: FMAnimal {
     @Attribute var lives: Int16 = 9
 }
 
-/// An owner: pets, a favourite and walks in order (a key list) of the animal family.
+/// An owner: pets and a favourite of the animal family.
 final class FMOwner: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<FMAnimal>
     @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: FMAnimal?
-    @Relationship(inverse: "walker", deleteRule: .nullifyDeleteRule) var walks: [FMAnimal]
 }
 
 /// Animals (dogs and cats among them) each with at most one owner and owners' favourites:
-/// a one-to-many whose to-many end leads into the family, a to-one and a many-to-many.
+/// a one-to-many whose to-many end leads into the family, a to-one, a many-to-many and
+/// ordered to-manys (an owner's walks, an agenda's items).
 class PAnimal: NSManagedObject {
     @Attribute var name: String = ""
     @Attribute var age: Int64 = 0
     @Relationship(inverse: "pets", deleteRule: .nullifyDeleteRule) var owner: POwner?
     @Relationship(inverse: "favourite", deleteRule: .nullifyDeleteRule) var fans: Set<POwner>
     @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var toys: Set<PToy>
+    @Relationship(inverse: "walks", deleteRule: .nullifyDeleteRule) var walker: POwner?
+    @Relationship(inverse: "items", deleteRule: .nullifyDeleteRule) var agendas: Set<PAgenda>
+}
+
+/// A list of animals in order that owns its links (its entity sorts before `PAnimal`):
+/// the animals' `agendas` are read from it.
+final class PAgenda: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "agendas", deleteRule: .nullifyDeleteRule) var items: [PAnimal]
 }
 
 /// A toy many animals play with: a many-to-many into the family.
@@ -62,6 +71,7 @@ final class POwner: NSManagedObject {
     @Attribute var name: String = ""
     @Relationship(inverse: "owner", deleteRule: .cascadeDeleteRule) var pets: Set<PAnimal>
     @Relationship(inverse: "fans", deleteRule: .nullifyDeleteRule) var favourite: PAnimal?
+    @Relationship(inverse: "walker", deleteRule: .nullifyDeleteRule) var walks: [PAnimal]
 }
 
 /// An animal family whose only link leads into a sub-entity without sub-entities (dogs).
@@ -83,14 +93,14 @@ final class FLKennel: NSManagedObject {
 }
 
 enum FamilyModels {
-    /// Owners with pets and a favourite among animals, dogs and cats, which play with toys.
+    /// Owners with pets and a favourite among animals, dogs and cats, which list pals.
     static func owners() throws -> NSManagedObjectModel {
-        try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self, FMToy.self])
+        try NSManagedObjectModel(managedObjectClasses: [FMAnimal.self, FMDog.self, FMCat.self, FMOwner.self, FMPal.self])
     }
 
     /// Owners with pets and a favourite among animals, dogs and cats, which play with toys.
     static func pets() throws -> NSManagedObjectModel {
-        try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self, PToy.self])
+        try NSManagedObjectModel(managedObjectClasses: [PAnimal.self, PDog.self, PCat.self, POwner.self, PToy.self, PAgenda.self])
     }
 
     /// Animals, dogs in kennels: no relationship leads to an entity with sub-entities.

@@ -91,7 +91,7 @@ struct StepMigration {
         // A to-one into an entity family has an entity column the steps below do not keep.
         for t in Array(oldLayouts.values) + newLayouts {
             for col in t.columns {
-                if case .familyToOne = col.kind { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
+                if col.kind.isFamilyLink { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
             }
             for end in t.derived where !end.joinEntityColumns.isEmpty {
                 throw EntityFamilyLinks.refusedMigration(of: t.entityName, end.name, target: schema)
