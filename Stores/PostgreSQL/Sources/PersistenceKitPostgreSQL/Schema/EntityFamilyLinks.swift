@@ -89,15 +89,14 @@ enum EntityFamilyLinks {
         return "(\(Int64(entity) * packFactor)::bigint + \(key))"
     }
 
-    /// The error for a migration step of a store with a to-one into an entity family
-    /// (`entity`.`relationship`), or one that would read the links of an end read across an
-    /// entity family to store them another way.
+    /// The error for a migration step of a store with a link into an entity family kept
+    /// with entities (`entity`.`relationship`: a to-one, key list or join table end).
     static func refusedMigration(of entity: String, _ relationship: String, target: String) -> PostgreSQLStoreError {
         PostgreSQLStoreError(
             .unsupportedModel, target: target,
-            "relationship \(entity).\(relationship) links into an entity family, and migrating a store with such a to-one, "
-                + "or turning such a to-many end into another kind of link, is not supported on PostgreSQL yet; export the "
-                + "objects and load them into a new store, or migrate the store as a file store.")
+            "relationship \(entity).\(relationship) links into an entity family, kept with each linked row's entity, and "
+                + "migrating a store with such links is not supported on PostgreSQL yet; export the objects and load them "
+                + "into a new store, or migrate the store as a file store.")
     }
 
     /// One stored relationship into an entity family: the entity that declares it, its

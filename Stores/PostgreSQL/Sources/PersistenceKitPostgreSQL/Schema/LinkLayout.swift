@@ -27,8 +27,8 @@ enum LinkLayout {
     /// every to-many end as a key list.
     static let version = "2"
 
-    /// The layout version of a store whose model has a to-one or a join table into an entity
-    /// family (a key and an entity column, see ``EntityFamilyLinks``): 3, so that builds that
+    /// The layout version of a store whose model has a to-one, a join table or a key list
+    /// into an entity family (kept with entities, see ``EntityFamilyLinks``): 3, so that builds that
     /// read only version 2 refuse it rather than read such links as the destination entity.
     static let familyVersion = "3"
 
@@ -134,7 +134,10 @@ struct DerivedEnd: Sendable {
     /// The condition that row `alias` of `table` links to the row whose key is `key` (an
     /// SQL expression). A key list is tested with `@>`, which its GIN index serves.
     private func reaches(_ alias: String, _ key: String) -> String {
-        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(EntityFamilyLinks.packed(key, packedEntity))]::bigint[]" : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
+        // Into an entity family, the list holds packed keys and the column its entity.
+        source == .list
+            ? "\(alias).\(quote(match)) @> ARRAY[\(EntityFamilyLinks.packed(key, packedEntity))]::bigint[]"
+            : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
     }
 
     /// The condition that row `alias` of the destination is linked from the row whose key

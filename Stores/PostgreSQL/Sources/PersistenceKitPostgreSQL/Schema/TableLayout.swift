@@ -140,7 +140,9 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
-                if let end = Self.derivedEnd(r, of: entity, index: index, property: i, destination: di, schema: schema, entityIndex: entityIndex) {
+                if let end = Self.derivedEnd(
+                    r, of: entity, index: index, property: i, destination: di, schema: schema, entityIndex: entityIndex)
+                {
                     derivedOfProperty[i] = derived.count
                     derived.append(end)
                     byProperty.append(nil)
@@ -150,12 +152,15 @@ struct TableLayout: Sendable {
                     // Key and entity: the key alone would name a `Dog` as the `Animal` of
                     // the same key.
                     byProperty.append(columns.count)
-                    columns.append(Column(property: i, name: p.name, quoted: quote(p.name), kind: .familyToOne(destination: di), indexed: true))
+                    let key = Column(property: i, name: p.name, quoted: quote(p.name), kind: .familyToOne(destination: di), indexed: true)
                     let entityColumn = EntityFamilyLinks.entityColumn(of: p.name)
+                    columns.append(key)
                     columns.append(Column(property: i, name: entityColumn, quoted: quote(entityColumn), kind: .familyEntity, indexed: false))
                     continue
                 }
-                kind = r.isToMany ? (d.subentities.isEmpty ? .toMany(destination: di) : .familyToMany(destination: di)) : .toOne(destination: di)
+                // A list into a family holds packed keys (entity and key in one `bigint`).
+                let list: ColumnKind = d.subentities.isEmpty ? .toMany(destination: di) : .familyToMany(destination: di)
+                kind = r.isToMany ? list : .toOne(destination: di)
                 indexed = !r.isToMany
             } else {
                 throw PostgreSQLStoreError(
