@@ -132,7 +132,7 @@ struct SQLTranslator {
             return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))
         }
         guard let col = layouts[Int(entity)].column(path.property) else { return nil }
-        // A to-one into a family is its key and entity together: left to memory.
+        // A to-one or list into a family holds entities with its keys: left to memory.
         switch col.kind {
         case .familyToOne, .familyToMany: return nil
         default: break

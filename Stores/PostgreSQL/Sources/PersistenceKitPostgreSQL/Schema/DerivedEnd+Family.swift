@@ -9,10 +9,13 @@ struct FamilyTable: Sendable, Equatable {
 }
 
 /// The to-many end of a one-to-many whose destination entity has sub-entities
-/// (`Owner.pets` ↔ `Animal.owner`, with `Dog` and `Cat` below `Animal`).
+/// (`Owner.pets` ↔ `Animal.owner`, with `Dog` and `Cat` below `Animal`), or the unordered end
+/// of a many-to-many whose owning end is such an entity's ordered list (`Pal.animals` ↔
+/// `Animal.pals`).
 ///
 /// Each entity of the family has a table of its own, keyed per entity, and each has the
-/// inherited key column (`owner`). The end is read from every one of them (`UNION ALL`),
+/// inherited key column (`owner`) or list (`pals`). The end is read from every one of them
+/// (`UNION ALL`),
 /// each row with its own entity: keys alone would name a `Dog` as the `Animal` of the same
 /// key, and the destination's table alone would miss the sub-entities' rows. Its links are
 /// listed as text, `entity:key` pairs in row-ID order, separated by commas.
@@ -37,8 +40,7 @@ extension DerivedEnd {
     /// entity and key (`SELECT e, k`).
     private func familyRows(of key: String) -> String {
         family.map {
-            "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf "
-                + "WHERE pkf.\(quote(match)) = \(key)\(entityTest("pkf"))"
+            "SELECT \($0.entity)::integer AS e, pkf.\"_pk\" AS k FROM \($0.table) pkf WHERE \(reaches("pkf", key))"
         }
             .joined(separator: " UNION ALL ")
     }
@@ -51,7 +53,7 @@ extension DerivedEnd {
 
     /// The number of rows of the family linked from the row whose key is `key`.
     func familyCount(of key: String) -> String {
-        let counts = family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE pkc.\(quote(match)) = \(key)\(entityTest("pkc")))" }
+        let counts = family.map { "(SELECT count(*) FROM \($0.table) pkc WHERE \(reaches("pkc", key)))" }
         return "(" + counts.joined(separator: " + ") + ")"
     }
 

@@ -133,7 +133,7 @@ struct DerivedEnd: Sendable {
 
     /// The condition that row `alias` of `table` links to the row whose key is `key` (an
     /// SQL expression). A key list is tested with `@>`, which its GIN index serves.
-    private func reaches(_ alias: String, _ key: String) -> String {
+    func reaches(_ alias: String, _ key: String) -> String {
         // Into an entity family, the list holds packed keys and the column its entity.
         source == .list
             ? "\(alias).\(quote(match)) @> ARRAY[\(EntityFamilyLinks.packed(key, packedEntity))]::bigint[]"

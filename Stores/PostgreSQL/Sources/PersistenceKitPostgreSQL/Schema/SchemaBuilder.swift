@@ -164,7 +164,12 @@ struct SchemaBuilder {
                 all.append(StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)", table: t.entityName, columns: columns, unique: false))
             }
             // A key list that a derived end is read from: a GIN index serves its `@>` test.
-            let listed = Set(layouts.flatMap { $0.derived.filter { $0.source == .list && $0.destination == t.entity }.map(\.match) })
+            // (Each table of a family an end reads across holds such a list.)
+            let listed = Set(
+                layouts.flatMap {
+                    $0.derived.filter { $0.source == .list && ($0.destination == t.entity || $0.family.contains { $0.entity == t.entity }) }
+                        .map(\.match)
+                })
             for col in t.columns where listed.contains(col.name) {
                 all.append(
                     StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)_gin", table: t.entityName, columns: [col.name], unique: false))

@@ -92,10 +92,8 @@ struct TableLayout: Sendable {
     let selectList: String
 
     /// The layouts of every entity of `model`, in entity order (entities sorted by name).
-    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` for a relationship into an entity
-    /// family (see ``EntityFamilyLinks``) or a property no store keeps.
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` for a property no store keeps.
     static func all(of model: NSManagedObjectModel, schema: String) throws(PostgreSQLStoreError) -> [TableLayout] {
-        try EntityFamilyLinks.refuse(in: model, target: schema)
         let sorted = model.entities.sorted { $0.name < $1.name }
         var entityIndex: [String: Int32] = [:]
         for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
@@ -217,8 +215,8 @@ struct TableLayout: Sendable {
             table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
         // A list into this entity's family holds packed keys: its rows are found by theirs.
         if end.source == .list, inverse.destinationEntity?.subentities.isEmpty == false { end.packedEntity = index }
+        end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
         if end.source == .key {
-            end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
             // The inverse is a to-one into this entity's family: its rows name the entity too.
             if inverse.destinationEntity?.subentities.isEmpty == false {
                 end.matchEntityColumn = EntityFamilyLinks.entityColumn(of: inverse.name)

@@ -3,56 +3,53 @@ import PersistenceKit
 import PersistenceKitPostgreSQL
 import Testing
 
-/// The to-many end of a one-to-many into an entity family is read across the family's
-/// tables; a stored link into a family (a to-one, a many-to-many, a key list) is refused
-/// with a typed error naming it, when a store is made or migrated, rather than read back as
-/// the wrong entity; links into entities without sub-entities are kept as before.
+/// Ends read across an entity family's tables, the layout version of stores with links kept
+/// with entities, and migrations: what is migrated, and what is refused with a typed error
+/// that leaves the store as it was; links into entities without sub-entities are kept as
+/// before.
 @Suite("PostgreSQL store: relationships and entity families", .enabled(if: TestServer.isConfigured, TestServer.skipReason))
 struct EntityFamilyLinkTests {
-    /// The store's error in `error`: thrown as is, or the cause of a Core Data error.
-    static func storeError(_ error: (any Error)?) -> PostgreSQLStoreError? {
-        if let e = error as? PostgreSQLStoreError { return e }
-        if let e = error as? CoreDataError { return storeError(e.underlying) }
-        return nil
-    }
-
-    @Test("An end read from a family's ordered lists is refused at schema creation, named, and nothing is created")
-    func refusedAtCreation() async throws {
-        let model = try FamilyModels.owners()
-        let kennels = try FamilyModels.kennels()
-        let schema = TestServer.freshSchema()
-        defer { TestServer.drop(schema, model: kennels) }
-        let error = #expect(throws: PostgreSQLStoreError.self) { _ = try TestServer.store(model: model, schema: schema) }
-        #expect(error?.kind == .unsupportedModel)
-        let message = error?.message ?? ""
-        #expect(message.contains("FMPal.animals"))
-        #expect(message.contains("FMAnimal"))
-        #expect(message.contains("not support"))
-        // The to-many end of a one-to-many is read across the family, and the relationships
-        // out of the family lead to entities without sub-entities: none is named.
-        #expect(!message.contains("FMOwner.pets"))
-        #expect(!message.contains("FMOwner.favourite"))
-        #expect(!message.contains("FMAnimal.pals"))
-        #expect(!message.contains("FMAnimal.owner"))
-        #expect(!message.contains("FMAnimal.toys"))
-        // Nothing was made: the schema still takes a store of another model.
-        let other = try TestServer.store(model: kennels, schema: schema)
-        other.close()
-    }
-
-    @Test("A container loading such a model reports the store's typed error")
-    func refusedThroughContainer() async throws {
+    @Test("An unordered end read from the ordered lists each table of a family holds lists every animal with its entity")
+    func listsHeldByAFamily() async throws {
         let model = try FamilyModels.owners()
         let schema = TestServer.freshSchema()
         defer { TestServer.drop(schema, model: model) }
-        do {
-            _ = try await TestServer.container(model: model, schema: schema)
-            Issue.record("the store opened a model with relationships into an entity family")
-        } catch {
-            let cause = Self.storeError(error)
-            #expect(cause?.kind == .unsupportedModel, "got \(error)")
-            #expect(cause?.message.contains("FMPal.animals") == true)
+        let writer = try await TestServer.container(model: model, schema: schema, name: "writer", listens: false)
+        let ctx = writer.newBackgroundContext()
+        try await ctx.perform {
+            let ann = FMPal(context: ctx)
+            ann.name = "Ann"
+            let bob = FMPal(context: ctx)
+            bob.name = "Bob"
+            // Keys are counted per entity: the animal, the dog and the cat all have key 1.
+            let generic = FMAnimal(context: ctx)
+            generic.name = "Generic"
+            let rex = FMDog(context: ctx)
+            rex.name = "Rex"
+            let tom = FMCat(context: ctx)
+            tom.name = "Tom"
+            rex.pals = [bob, ann]
+            tom.pals = [ann]
+            try ctx.save()
         }
+        let reader = try await TestServer.container(model: model, schema: schema, name: "reader", listens: false)
+        let rc = reader.newBackgroundContext()
+        try await rc.perform {
+            let pals = try rc.fetch(NSFetchRequest<FMPal>(entityName: "FMPal")).sorted { $0.name < $1.name }
+            let ann = Dictionary(uniqueKeysWithValues: pals[0].animals.map { ($0.name, $0.objectID.entity.name) })
+            #expect(ann == ["Rex": "FMDog", "Tom": "FMCat"])
+            #expect(pals[1].animals.map(\.name) == ["Rex"])
+            let dogs = try rc.fetch(NSFetchRequest<FMDog>(entityName: "FMDog"))
+            #expect(dogs.first?.pals.map(\.name) == ["Bob", "Ann"])
+            let withTom = NSFetchRequest<FMPal>(entityName: "FMPal")
+            withTom.predicate = NSPredicate(format: "ANY animals.name == 'Tom'")
+            #expect(try rc.fetch(withTom).map(\.name) == ["Ann"])
+            let two = NSFetchRequest<FMPal>(entityName: "FMPal")
+            two.predicate = NSPredicate(format: "animals.@count == 2")
+            #expect(try rc.fetch(two).map(\.name) == ["Ann"])
+            #expect(try rc.count(for: two) == 1)
+        }
+        for c in [writer, reader] { SchemaMigrationTests.close(c) }
     }
 
     @Test("Migrating to a model with a sub-entity below a one-to-many's books keeps the links and reads its table too")

@@ -11,7 +11,7 @@ class FMAnimal: NSManagedObject {
     @Relationship(inverse: "animals", deleteRule: .nullifyDeleteRule) var pals: [FMPal]
 }
 
-/// A pal of animals, who lists them in order: `FMPal.animals` would be read from the
+/// A pal of animals, who list their pals in order: `FMPal.animals` is read from the
 /// ordered `pals` each table of the family holds.
 final class FMPal: NSManagedObject {
     @Attribute var name: String = ""
