@@ -232,4 +232,62 @@ struct FamilyLinkTests {
         }
         #expect(favouredTom == ["Bob"])
     }
+
+    @Test("Links within a family (parent and children, likes both ways) keep every entity, and a cascade crosses tables")
+    func withinAFamily() async throws {
+        let model = try FamilyModels.tree()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        let writer = try await TestServer.container(model: model, schema: schema, name: "writer", listens: false)
+        let ctx = writer.newBackgroundContext()
+        try await ctx.perform {
+            // Keys are counted per entity: Root, Rex and Tom all have key 1.
+            let root = TAnimal(context: ctx)
+            root.name = "Root"
+            let rex = TDog(context: ctx)
+            rex.name = "Rex"
+            rex.parent = root
+            let tom = TCat(context: ctx)
+            tom.name = "Tom"
+            tom.parent = rex
+            let kit = TCat(context: ctx)
+            kit.name = "Kit"
+            kit.parent = rex
+            rex.likes = [tom, root]
+            tom.likes = [rex]
+            try ctx.save()
+        }
+        let reader = try await TestServer.container(model: model, schema: schema, name: "reader", listens: false)
+        let rc = reader.newBackgroundContext()
+        try await rc.perform {
+            let all = try rc.fetch(NSFetchRequest<TAnimal>(entityName: "TAnimal"))
+            let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+            #expect(byName["Root"]?.children.map(\.name) == ["Rex"])
+            #expect(byName["Root"]?.children.first is TDog)
+            #expect(Set(byName["Rex"]?.children.map(\.name) ?? []) == ["Tom", "Kit"])
+            #expect(byName["Rex"]?.children.allSatisfy { $0 is TCat } == true)
+            #expect(byName["Tom"]?.parent is TDog)
+            #expect(byName["Tom"]?.children.isEmpty == true)
+            #expect(Set(byName["Rex"]?.likes.map(\.name) ?? []) == ["Tom", "Root"])
+            #expect(byName["Rex"]?.likedBy.map(\.name) == ["Tom"])
+            #expect(byName["Root"]?.likedBy.map(\.name) == ["Rex"])
+            #expect(byName["Root"]?.likes.isEmpty == true)
+            let liked = NSFetchRequest<TAnimal>(entityName: "TAnimal")
+            liked.predicate = NSPredicate(format: "ANY likedBy.name == 'Rex'")
+            #expect(Set(try rc.fetch(liked).map(\.name)) == ["Tom", "Root"])
+            // Rex goes, and his kittens with him; Tom's like of Rex goes too.
+            if let rex = byName["Rex"] { rc.delete(rex) }
+            try rc.save()
+        }
+        let third = try await TestServer.container(model: model, schema: schema, name: "third", listens: false)
+        let tc = third.newBackgroundContext()
+        try await tc.perform {
+            let all = try tc.fetch(NSFetchRequest<TAnimal>(entityName: "TAnimal"))
+            #expect(all.map(\.name) == ["Root"])
+            #expect(all.first?.children.isEmpty == true)
+            #expect(all.first?.likedBy.isEmpty == true)
+        }
+        for c in [writer, reader, third] { SchemaMigrationTests.close(c) }
+    }
+
 }

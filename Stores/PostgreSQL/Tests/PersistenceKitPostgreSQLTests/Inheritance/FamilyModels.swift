@@ -108,3 +108,28 @@ enum FamilyModels {
         try NSManagedObjectModel(managedObjectClasses: [FLAnimal.self, FLDog.self, FLCat.self, FLKennel.self])
     }
 }
+
+/// A family linked within itself: a parent with children (to-one and its to-many end) and
+/// likes between animals (a many-to-many, both sides in the family).
+class TAnimal: NSManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "children", deleteRule: .nullifyDeleteRule) var parent: TAnimal?
+    @Relationship(inverse: "parent", deleteRule: .cascadeDeleteRule) var children: Set<TAnimal>
+    @Relationship(inverse: "likedBy", deleteRule: .nullifyDeleteRule) var likes: Set<TAnimal>
+    @Relationship(inverse: "likes", deleteRule: .nullifyDeleteRule) var likedBy: Set<TAnimal>
+}
+
+final class TDog: TAnimal {
+    @Attribute var breed: String = ""
+}
+
+final class TCat: TAnimal {
+    @Attribute var lives: Int16 = 9
+}
+
+extension FamilyModels {
+    /// Animals, dogs and cats linked among themselves.
+    static func tree() throws -> NSManagedObjectModel {
+        try NSManagedObjectModel(managedObjectClasses: [TAnimal.self, TDog.self, TCat.self])
+    }
+}
