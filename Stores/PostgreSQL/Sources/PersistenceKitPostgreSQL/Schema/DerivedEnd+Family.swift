@@ -57,9 +57,10 @@ extension DerivedEnd {
         return "(" + counts.joined(separator: " + ") + ")"
     }
 
-    /// ` AND <alias>.<entity column> = <entity>` when the key column is a to-one into an
-    /// entity family (keys are counted per entity: the key alone would match rows linking to
-    /// another entity's row of the same key); empty otherwise.
+    /// ` AND <alias>.<entity column> = <entity>` when the column `match` holds rows of an
+    /// entity family (a to-one into one, or a join table's family side): keys are counted per
+    /// entity, so the key alone would match rows linking to another entity's row of the same
+    /// key. Empty otherwise.
     func entityTest(_ alias: String) -> String {
         guard let column = matchEntityColumn else { return "" }
         return " AND \(alias).\(quote(column)) = \(matchEntity)"

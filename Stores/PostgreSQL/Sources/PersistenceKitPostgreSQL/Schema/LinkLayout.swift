@@ -116,8 +116,9 @@ struct DerivedEnd: Sendable {
     /// table of the destination's family, each of which has the inherited key column
     /// `match` (see `DerivedEnd+Family.swift`); empty otherwise.
     var family: [FamilyTable] = []
-    /// When the key column `match` is a to-one into an entity family: its entity column,
-    /// which must hold ``matchEntity`` (the entity of the rows this end is read for) too.
+    /// When the column `match` holds rows of an entity family (a to-one into one, or a join
+    /// table's family side): the column of their entities, which must hold ``matchEntity``
+    /// (the entity of the rows this end is read for) too.
     var matchEntityColumn: String?
     /// The entity ``matchEntityColumn`` is compared with.
     var matchEntity: Int32 = 0
