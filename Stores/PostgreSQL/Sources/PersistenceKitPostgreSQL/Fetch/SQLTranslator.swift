@@ -149,7 +149,7 @@ struct SQLTranslator {
 
     /// The alias and entity of the table holding `path`'s property, joining the to-ones it
     /// goes through; nil when a step is not a stored to-one.
-    private mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
+    mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
         var alias = scope.alias
         var entity = scope.entity
         for (i, step) in path.through.enumerated() {
@@ -184,6 +184,7 @@ struct SQLTranslator {
     private mutating func compare(
         _ path: StorePath, _ op: StoreFilter.Condition.Operator, _ value: StoreValue, _ scope: inout Scope, negated: Bool
     ) -> String? {
+        if let sql = familyToOneCompare(path, op, value, &scope, negated: negated) { return sql }
         guard let (expr, kind) = column(path, &scope) else { return nil }
         if case .toMany = kind { return nil }
         // nil equals nil, differs from every value, and is ordered before none of them.

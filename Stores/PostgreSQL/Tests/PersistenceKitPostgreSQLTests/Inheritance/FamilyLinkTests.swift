@@ -176,7 +176,8 @@ struct FamilyLinkTests {
         "ANY pets.name == 'Rex'", "ANY pets.name == 'Bit'", "ANY pets.age > 4", "pets.@count == 3", "pets.@count >= 1",
         "NONE pets.name == 'Tom'", "ALL pets.age < 4", "SUBQUERY(pets, $p, $p.age >= 2).@count == 2", "pets.@count == 0",
         "favourite.name == 'Rex'", "favourite.name == 'Tom'", "favourite == nil", "favourite.age > 3", "favourite.owner.name == 'Ann'",
-        "ANY walks.name == 'Rex'", "walks.@count == 3", "ANY walks.age == 3",
+        "ANY walks.name == 'Rex'", "walks.@count == 3", "ANY walks.age == 3", "favourite != nil", "NOT (favourite == nil)",
+        "favourite == nil OR name == 'Ann'",
     ]
     static let animalPredicates = [
         "owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1", "ANY fans.name == 'Ann'",
@@ -225,12 +226,16 @@ struct FamilyLinkTests {
         let favouredTom = try await ctx.perform {
             let cats = NSFetchRequest<PCat>(entityName: "PCat")
             cats.predicate = NSPredicate(format: "name == 'Tom'")
-            guard let tom = try ctx.fetch(cats).first else { return [String]() }
+            guard let tom = try ctx.fetch(cats).first else { return [[String]]() }
             let r = NSFetchRequest<POwner>(entityName: "POwner")
             r.predicate = NSPredicate(format: "favourite == %@", tom)
-            return try ctx.fetch(r).map(\.name)
+            let others = NSFetchRequest<POwner>(entityName: "POwner")
+            others.predicate = NSPredicate(format: "favourite != %@", tom)
+            let notTom = NSFetchRequest<POwner>(entityName: "POwner")
+            notTom.predicate = NSPredicate(format: "NOT (favourite == %@)", tom)
+            return [try ctx.fetch(r).map(\.name), try ctx.fetch(others).map(\.name).sorted(), try ctx.fetch(notTom).map(\.name).sorted()]
         }
-        #expect(favouredTom == ["Bob"])
+        #expect(favouredTom == [["Bob"], ["Ann", "Cid"], ["Ann", "Cid"]])
     }
 
     @Test("Links within a family (parent and children, likes both ways) keep every entity, and a cascade crosses tables")
