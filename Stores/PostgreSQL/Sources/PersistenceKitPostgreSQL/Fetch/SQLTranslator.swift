@@ -125,7 +125,7 @@ struct SQLTranslator {
     mutating func column(_ path: StorePath, _ scope: inout Scope) -> (String, ColumnKind)? {
         guard let (alias, entity) = table(path, &scope) else { return nil }
         if let end = layouts[Int(entity)].derivedEnd(path.property) {
-            // A family's links are listed as text with their entities: left to memory.
+            // A family's links are listed as packed keys with their entities: left to memory.
             if end.listsEntities { return nil }
             // A derived end's keys, listed from the owning column (`= ANY` and `cardinality`
             // read them as a stored list's).
