@@ -53,6 +53,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     let pool: ConnectionPool
     let schema: String
     let layouts: [TableLayout]
+    /// The per-row statements of each table, by entity index.
+    let statements: [TableStatements]
     let support: StoreCommitSupport
     /// The channel commits notify on (one per schema).
     let channel: String
@@ -103,6 +105,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         self.layouts = try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
             try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
         }
+        self.statements = layouts.map(TableStatements.init)
         self.channel = Self.channel(for: schema)
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
         self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)

@@ -19,9 +19,12 @@ enum SQLParameter: Sendable {
 final class PostgreSQLConnection: @unchecked Sendable {
     // @unchecked Sendable: one borrower at a time (see the type's comment); libpq allows a
     // PGconn to move between threads as long as two threads never use it at once.
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Names of the statements prepared on this connection, by SQL text.
-    private var prepared: [String: String] = [:]
+    var prepared: [String: String] = [:]
+    /// Set when a pipeline left the connection in a state no later statement can use (its
+    /// results not all read); the pool then closes it instead of lending it again.
+    var broken = false
     /// Where the connection goes, for messages (the password left out).
     let target: String
 
@@ -49,7 +52,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     deinit { PQfinish(handle) }
 
     /// Whether the connection is still up (false once the server went away).
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for waiting on notifications.
     var socket: Int32 { PQsocket(handle) }
@@ -66,23 +69,21 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// Runs one statement with parameters `$1…$n`, prepared once per connection when
-    /// `prepare` is true (statements run often), else sent with `PQexecParams`.
-    @discardableResult
+    /// `prepare` is true (statements run often; the first run prepares and runs it in one
+    /// round trip), else sent with `PQexecParams`.
     ///
     /// With `binary`, the values come back in PostgreSQL's binary forms (what
     /// ``TableLayout/decodeRow(_:_:skip:)`` reads: numbers and bytes need no parsing).
+    @discardableResult
     func execute(_ sql: String, _ parameters: [SQLParameter], prepare: Bool = true, binary: Bool = false)
         throws(PostgreSQLStoreError) -> PostgreSQLResult
     {
-        var name: String?
-        if prepare {
-            if let known = prepared[sql] {
-                name = known
-            } else {
-                let fresh = "pk\(prepared.count + 1)"
-                _ = try check(PQprepare(handle, fresh, sql, 0, nil), sql)
-                prepared[sql] = fresh
-                name = fresh
+        let name = prepare ? prepared[sql] : nil
+        if prepare && name == nil {
+            do {
+                return try pipeline([SQLStatement(sql: sql, parameters: parameters, binary: binary)])[0]
+            } catch {
+                throw error.error
             }
         }
         return try withParameters(parameters) { values, lengths, formats throws(PostgreSQLStoreError) in
@@ -113,7 +114,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Calls `body` with C arrays of the parameters' bytes, lengths and formats, valid for
     /// the call only.
-    private func withParameters<T>(
+    func withParameters<T>(
         _ parameters: [SQLParameter],
         _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) throws(PostgreSQLStoreError) -> T
     ) throws(PostgreSQLStoreError) -> T {
@@ -156,7 +157,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// `result` as a ``PostgreSQLResult``, or the error it reports (the result freed).
-    private func check(_ result: OpaquePointer?, _ sql: String, binary: Bool = false) throws(PostgreSQLStoreError) -> PostgreSQLResult {
+    func check(_ result: OpaquePointer?, _ sql: String, binary: Bool = false) throws(PostgreSQLStoreError) -> PostgreSQLResult {
         guard let result else {
             throw PostgreSQLStoreError(
                 isHealthy ? .query : .connectionLost, target: target, "\(errorMessage) (running: \(Self.head(sql)))")
@@ -173,7 +174,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// The start of a statement, for messages.
-    private static func head(_ sql: String) -> String {
+    static func head(_ sql: String) -> String {
         sql.count > 120 ? String(sql.prefix(120)) + "…" : sql
     }
 }

@@ -76,7 +76,7 @@ extension PostgreSQLStore {
 
     func fetchRow(_ id: StoreRowID, on c: PostgreSQLConnection) throws -> StoreRow? {
         let t = try layout(id.entity)
-        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))], binary: true)
+        let r = try c.execute(statements[Int(id.entity)].fetchByKey, [.text(String(id.primaryKey))], binary: true)
         return r.count == 0 ? nil : t.decodeRow(r, 0)
     }
 
@@ -117,9 +117,9 @@ extension PostgreSQLStore {
 
     /// See ``PersistentStore``.
     public func rowVersion(_ id: StoreRowID) throws -> Int64? {
-        let t = try layout(id.entity)
+        let sql = statements[Int(try layout(id.entity).entity)].versionByKey
         return try pool.read { c in
-            let r = try c.execute("SELECT \"_version\" FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))])
+            let r = try c.execute(sql, [.text(String(id.primaryKey))])
             return r.count == 0 ? nil : r.int64(0, 0)
         }
     }

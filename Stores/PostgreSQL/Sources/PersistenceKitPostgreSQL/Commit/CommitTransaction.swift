@@ -1,0 +1,103 @@
+import Foundation
+import PersistenceKit
+
+/// The transaction of one commit attempt on one connection. `BEGIN` is not sent on its own:
+/// it goes in the same round trip as the transaction's first statements, and `COMMIT` in
+/// the same round trip as the `NOTIFY`, so that a save of rows without links takes two
+/// round trips (begin and write; notify and commit).
+final class CommitTransaction {
+    let connection: PostgreSQLConnection
+    /// The transaction's ID (`txid_current()`), once `BEGIN` ran; nil before. A commit whose
+    /// connection drops before it is known had not begun, and runs again on a fresh one.
+    private(set) var txid: String?
+    /// Whether `COMMIT` was sent (then a dropped connection leaves the outcome to ask).
+    private(set) var commitSent = false
+
+    init(connection: PostgreSQLConnection) {
+        self.connection = connection
+    }
+
+    /// Runs `statements` inside the transaction in one round trip, beginning the transaction
+    /// in the same round trip when it has not begun yet.
+    ///
+    /// - Throws: the first failing statement's ``PostgreSQLStoreError``; the statements after
+    ///   it did not run.
+    func run(_ statements: [SQLStatement]) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
+        if txid != nil {
+            do {
+                return try connection.pipeline(statements)
+            } catch {
+                throw error.error
+            }
+        }
+        let head = [SQLStatement(sql: "BEGIN", prepare: false), SQLStatement(sql: "SELECT txid_current()")]
+        var results: [PostgreSQLResult] = []
+        do {
+            // The server sends BEGIN's results before running the rest: a statement that then
+            // waits on a row lock and loses its connection is known to have been inside the
+            // transaction (reported as a dropped commit, not run again).
+            try connection.pipeline(head + statements, flushAfter: head.count, into: &results)
+            txid = results[1].text(0, 0)
+            return Array(results.dropFirst(head.count))
+        } catch {
+            if results.count >= head.count { txid = results[1].text(0, 0) }
+            throw error.error
+        }
+    }
+
+    /// Sends `notify` and `COMMIT` in one round trip.
+    ///
+    /// - Throws: the error of the `NOTIFY` (nothing committed) or of the `COMMIT` (a deferred
+    ///   constraint refused it: nothing committed).
+    func commit(notifying notify: SQLStatement) throws(PostgreSQLStoreError) {
+        commitSent = true
+        _ = try run([notify, SQLStatement(sql: "COMMIT", prepare: false)])
+    }
+}
+
+/// The rows a commit has locked (`SELECT … FOR UPDATE`), read once each.
+struct RowLocks {
+    let store: PostgreSQLStore
+    let transaction: CommitTransaction
+    private var rows: [StoreRowID: StoreRow?] = [:]
+
+    init(store: PostgreSQLStore, transaction: CommitTransaction) {
+        self.store = store
+        self.transaction = transaction
+    }
+
+    /// Locks and reads `ids`, entity by entity in key order (one order for every process,
+    /// which keeps deadlocks between two commits rare), all entities in one round trip.
+    mutating func lock(_ ids: [StoreRowID]) throws {
+        if ids.isEmpty { return }
+        var statements: [SQLStatement] = []
+        var layouts: [TableLayout] = []
+        for (entity, keys) in Dictionary(grouping: ids, by: \.entity).sorted(by: { $0.key < $1.key }) {
+            let t = try store.layout(entity)
+            let sorted = Array(Set(keys.map(\.primaryKey))).sorted()
+            statements.append(
+                SQLStatement(
+                    sql: "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE",
+                    parameters: [.text(ValueCoding.array(sorted))], binary: true))
+            layouts.append(t)
+            for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
+        }
+        let results = try transaction.run(statements)
+        for (t, r) in zip(layouts, results) {
+            for i in 0..<r.count {
+                let row = t.decodeRow(r, i)
+                rows[row.id] = row
+            }
+        }
+    }
+
+    /// A row already locked (nil when it is missing or not read).
+    func known(_ id: StoreRowID) -> StoreRow? { rows[id] ?? nil }
+
+    /// The row, locked and read on first use.
+    mutating func row(_ id: StoreRowID) throws -> StoreRow? {
+        if let known = rows[id] { return known }
+        try lock([id])
+        return rows[id] ?? nil
+    }
+}
