@@ -129,7 +129,17 @@ extension PostgreSQLConnection {
         if !sent && first == nil {
             first = PipelineFailure(index: results.count - base, error: failure("could not send the statements", statements.first?.sql ?? ""))
         }
-        if let first { throw first }
+        if var first {
+            // A failure read before libpq saw the connection close (the server's FATAL
+            // message comes first) is the connection's loss, not the statement's fault.
+            let state = first.error.sqlState ?? ""
+            if first.error.kind == .query && (!isHealthy || state.hasPrefix("57P0") || state.hasPrefix("08")) {
+                broken = true
+                first.error = PostgreSQLStoreError(
+                    .connectionLost, target: target, first.error.message, sqlState: first.error.sqlState)
+            }
+            throw first
+        }
     }
 
     /// The failure `result` reports (the result freed).
