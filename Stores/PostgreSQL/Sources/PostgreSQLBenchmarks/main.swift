@@ -55,6 +55,18 @@ default:
         let fmt = unit == "µs" ? "%.0f µs" : "%.3f s"
         print("| \(name) | \(String(format: fmt, a)) | \(String(format: fmt, b)) | \(String(format: "%.2fx", a / b)) |")
     }
+    print("")
+    print("The two fetches at the store's level (PersistentStore.fetchRows: rows decoded, no objects made)")
+    print("| workload | store rows | raw libpq | ratio |")
+    print("|---|---:|---:|---:|")
+    for (name, key, rawKey) in [
+        ("100 indexed fetches", { (f: Figures) in f.indexedStoreFetch }, { (f: Figures) in f.indexedFetch }),
+        ("filtered scan", { (f: Figures) in f.scanStoreFetch }, { (f: Figures) in f.scanFetch }),
+    ] {
+        let a = best(ours, key)
+        let b = best(raw, rawKey)
+        print("| \(name) | \(String(format: "%.3f s", a)) | \(String(format: "%.3f s", b)) | \(String(format: "%.2fx", a / b)) |")
+    }
     if let o = ours.last, let r = raw.last, o.indexedRows != r.indexedRows || o.scanRows != r.scanRows || o.reopenedRows != r.reopenedRows {
         print("row counts differ: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), raw \(r.indexedRows)/\(r.scanRows)/\(r.reopenedRows)")
         exit(1)

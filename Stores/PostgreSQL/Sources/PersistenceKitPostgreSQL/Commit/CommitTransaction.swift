@@ -20,9 +20,16 @@ final class CommitTransaction {
     /// Runs `statements` inside the transaction in one round trip, beginning the transaction
     /// in the same round trip when it has not begun yet.
     ///
+    /// With `waits` (statements that may wait on other transactions' row locks), the server
+    /// is asked to send `BEGIN`'s results before it runs them, so that a connection lost
+    /// while they wait is known to have been inside the transaction: the commit is reported
+    /// as dropped (not committed) rather than run again behind the same lock. Writes need no
+    /// such request: the server sends what it holds before the message of a connection it
+    /// ends, and one answer fewer to wait for saves a wakeup per save.
+    ///
     /// - Throws: the first failing statement's ``PostgreSQLStoreError``; the statements after
     ///   it did not run.
-    func run(_ statements: [SQLStatement]) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
+    func run(_ statements: [SQLStatement], waits: Bool = false) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
         if txid != nil {
             do {
                 return try connection.pipeline(statements)
@@ -33,10 +40,7 @@ final class CommitTransaction {
         let head = [SQLStatement(sql: "BEGIN", prepare: false), SQLStatement(sql: "SELECT txid_current()")]
         var results: [PostgreSQLResult] = []
         do {
-            // The server sends BEGIN's results before running the rest: a statement that then
-            // waits on a row lock and loses its connection is known to have been inside the
-            // transaction (reported as a dropped commit, not run again).
-            try connection.pipeline(head + statements, flushAfter: head.count, into: &results)
+            try connection.pipeline(head + statements, flushAfter: waits ? head.count : nil, into: &results)
             txid = results[1].text(0, 0)
             return Array(results.dropFirst(head.count))
         } catch {
@@ -82,7 +86,7 @@ struct RowLocks {
             layouts.append(t)
             for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
         }
-        let results = try transaction.run(statements)
+        let results = try transaction.run(statements, waits: true)
         for (t, r) in zip(layouts, results) {
             for i in 0..<r.count {
                 let row = t.decodeRow(r, i)

@@ -209,12 +209,13 @@ final class PostgreSQLResult {
     @inline(__always)
     func int64(_ row: Int, _ column: Int) -> Int64 {
         if binary {
-            return withBytes(row, column) { b in
-                var v: UInt64 = 0
-                for byte in b { v = v << 8 | UInt64(byte) }
-                // Sign-extended from the value's width (2, 4 or 8 bytes).
-                let shift = UInt64(64 - 8 * b.count)
-                return b.isEmpty ? 0 : Int64(bitPattern: v << shift) >> shift
+            // Never nil for a row and column of the result (NULL values read as "").
+            let p = UnsafeRawPointer(PQgetvalue(handle, Int32(row), Int32(column))!)
+            switch PQgetlength(handle, Int32(row), Int32(column)) {
+            case 8: return Int64(bigEndian: p.loadUnaligned(as: Int64.self))
+            case 4: return Int64(Int32(bigEndian: p.loadUnaligned(as: Int32.self)))
+            case 2: return Int64(Int16(bigEndian: p.loadUnaligned(as: Int16.self)))
+            default: return 0
             }
         }
         // Never nil for a row and column of the result (NULL values read as "").
@@ -236,7 +237,13 @@ final class PostgreSQLResult {
     /// The 64 bits of an 8-byte binary value (a `float8`'s bit pattern).
     @inline(__always)
     func bits64(_ row: Int, _ column: Int) -> UInt64 {
-        withBytes(row, column) { b in b.reduce(0) { $0 << 8 | UInt64($1) } }
+        // Never nil for a row and column of the result (NULL values read as "").
+        let p = UnsafeRawPointer(PQgetvalue(handle, Int32(row), Int32(column))!)
+        switch PQgetlength(handle, Int32(row), Int32(column)) {
+        case 8: return UInt64(bigEndian: p.loadUnaligned(as: UInt64.self))
+        case 4: return UInt64(UInt32(bigEndian: p.loadUnaligned(as: UInt32.self)))
+        default: return 0
+        }
     }
 
     /// The text of the value at (`row`, `column`), from its bytes (binary `text` values
