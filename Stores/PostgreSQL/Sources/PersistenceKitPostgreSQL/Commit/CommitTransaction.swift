@@ -49,6 +49,26 @@ final class CommitTransaction {
         }
     }
 
+    /// Runs the whole transaction in one round trip: `BEGIN`, `statements` and `COMMIT`.
+    /// The first statement that fails stops the rest, `COMMIT` included, and leaves the
+    /// transaction aborted (to be rolled back). The server is asked to send the
+    /// transaction's ID before it runs `statements`, so that a connection lost after that
+    /// can ask the server whether the transaction committed.
+    func runCommitting(_ statements: [SQLStatement]) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
+        precondition(txid == nil, "a transaction is begun once")
+        let head = [SQLStatement(sql: "BEGIN", prepare: false), SQLStatement(sql: "SELECT txid_current()")]
+        var results: [PostgreSQLResult] = []
+        commitSent = true
+        do {
+            try connection.pipeline(head + statements + [SQLStatement(sql: "COMMIT", prepare: false)], flushAfter: head.count, into: &results)
+        } catch {
+            if results.count >= head.count { txid = results[1].text(0, 0) }
+            throw error.error
+        }
+        txid = results[1].text(0, 0)
+        return Array(results[head.count..<(head.count + statements.count)])
+    }
+
     /// Sends `notify` and `COMMIT` in one round trip.
     ///
     /// - Throws: the error of the `NOTIFY` (nothing committed) or of the `COMMIT` (a deferred

@@ -88,6 +88,12 @@ extension PostgreSQLStore {
             }
             var t = transaction
             try support.keepLinks(of: &t) { id in try rows.row(id) }
+            if tx.txid == nil && t.deletes.isEmpty && !t.inserts.contains(where: { support.hasLinks($0.id.entity) })
+                && !t.updates.contains(where: { support.hasLinks($0.id.entity) })
+            {
+                // Nothing to lock or read first: the whole commit goes in one round trip.
+                return try commitWhole(t, tx)
+            }
             // Every write in one round trip (with `BEGIN` when nothing was locked above).
             var statements = try insertStatements(t.inserts)
             let firstUpdate = statements.count
@@ -109,17 +115,7 @@ extension PostgreSQLStore {
                 return .conflicts(conflicts)
             }
             try tx.commit(notifying: notifyStatement(t, txid: tx.txid ?? ""))
-            var committed: [StoreRow] = []
-            committed.reserveCapacity(t.inserts.count + t.updates.count)
-            for var row in t.inserts {
-                row.version = 1
-                committed.append(row)
-            }
-            for var row in t.updates {
-                row.version += 1
-                committed.append(row)
-            }
-            return .committed(committed)
+            return committed(t)
         } catch let e as PostgreSQLStoreError where e.sqlState == "23505" {
             // A deferred unique constraint refused the commit: nothing was written. Report
             // the clashes as the other stores do, read as the database holds them now.
@@ -131,8 +127,8 @@ extension PostgreSQLStore {
         } catch let e as PostgreSQLStoreError where e.kind == .connectionLost {
             // Before the transaction's ID came back it had not begun on the server's side as
             // far as this process knows, and nothing was committed: `commit` runs it again.
-            guard let txid = tx.txid else { throw e }
-            throw try lostDuringCommit(e, txid: txid, commitSent: tx.commitSent)
+            guard tx.txid != nil || tx.commitSent else { throw e }
+            throw try lostDuringCommit(e, txid: tx.txid, commitSent: tx.commitSent)
         } catch {
             // Also for deadlocks and serialization failures, which `commit` runs again.
             if c.isHealthy { _ = try? c.execute("ROLLBACK") }
@@ -142,12 +138,12 @@ extension PostgreSQLStore {
 
     /// The error for a connection that dropped during a commit, saying whether it committed:
     /// before `COMMIT` was sent it cannot have; after, the server is asked on a new
-    /// connection (`txid_status`).
-    private func lostDuringCommit(_ e: PostgreSQLStoreError, txid: String, commitSent: Bool) throws -> PostgreSQLStoreError {
+    /// connection (`txid_status`), when the transaction's ID came back before the drop.
+    private func lostDuringCommit(_ e: PostgreSQLStoreError, txid: String?, commitSent: Bool) throws -> PostgreSQLStoreError {
         var outcome: PostgreSQLStoreError.CommitOutcome = .notCommitted
         if commitSent {
             outcome = .unknown
-            if let fresh = try? pool.makeConnection(),
+            if let txid, let fresh = try? pool.makeConnection(),
                 let status = try? fresh.execute("SELECT txid_status($1)", [.text(txid)], prepare: false), status.count == 1
             {
                 switch status.text(0, 0) {
@@ -171,7 +167,7 @@ extension PostgreSQLStore {
     // MARK: Writing
 
     /// The statements inserting `inserts` at version 1, many rows per statement.
-    private func insertStatements(_ inserts: [StoreRow]) throws -> [SQLStatement] {
+    func insertStatements(_ inserts: [StoreRow]) throws -> [SQLStatement] {
         var byEntity: [Int32: [StoreRow]] = [:]
         var order: [Int32] = []
         for row in inserts {
@@ -208,13 +204,14 @@ extension PostgreSQLStore {
     /// The statement writing `row` over the stored one at the next version, if the stored
     /// one is at the version `row` expects: it changes one row, or none when the stored row
     /// is at another version (or gone).
-    private func updateStatement(_ row: StoreRow) throws -> SQLStatement {
+    func updateStatement(_ row: StoreRow, checked: Bool = false) throws -> SQLStatement {
         let t = try layout(row.id.entity)
         var parameters: [SQLParameter] = [.text(String(row.id.primaryKey))]
         parameters.reserveCapacity(t.columns.count + 2)
         for col in t.columns { parameters.append(try encode(row, col, t)) }
         parameters.append(.text(String(row.version)))
-        return SQLStatement(sql: statements[Int(row.id.entity)].update, parameters: parameters)
+        let sql = checked ? statements[Int(row.id.entity)].checkedUpdate : statements[Int(row.id.entity)].update
+        return SQLStatement(sql: sql, parameters: parameters)
     }
 
     /// The statements deleting rows at the versions expected, one per entity, each returning
