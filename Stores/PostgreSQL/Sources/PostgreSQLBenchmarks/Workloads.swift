@@ -71,7 +71,8 @@ func runOurs(n: Int, url: URL) throws -> Figures {
     try PostgreSQLStore.destroy(at: url, options: [PostgreSQLStore.schemaOptionKey: schema], model: model)
     var f = Figures()
     do {
-        let container = try openContainer(url, schema: schema, model: model, listens: ProcessInfo.processInfo.environment["PK_BENCH_LISTENS"] != "false")
+        let listens = ProcessInfo.processInfo.environment["PK_BENCH_LISTENS"] != "false"
+        let container = try openContainer(url, schema: schema, model: model, listens: listens)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             var items: [Item] = []
@@ -131,7 +132,8 @@ func runOurs(n: Int, url: URL) throws -> Figures {
             var rows = 0
             f.indexedStoreFetch = try seconds {
                 for k in Int64(0)..<100 {
-                    rows += try store.fetchRows(entity: 0, filter: StoreFilter([.init(property: property("count"), .equal, .integer(k))])).count
+                    let filter = StoreFilter([.init(property: property("count"), .equal, .integer(k))])
+                    rows += try store.fetchRows(entity: 0, filter: filter).count
                 }
             }
             f.scanStoreFetch = try seconds {

@@ -8,6 +8,11 @@
 //   PK_POSTGRES_URL=postgresql://… swift run -c release --package-path Stores/PostgreSQL PostgreSQLBenchmarks [N=100000]
 //   … PostgreSQLBenchmarks scaling [seconds=3]
 //
+// PK_BENCH_LISTENS=false opens the store without its listening connection (no merges of
+// other processes' saves), to show what receiving its own commits' notifications costs a
+// save. A second table gives the two fetches at the store's level (`PersistentStore.fetchRows`
+// called directly: rows, no objects), which splits the object API's cost from the store's.
+//
 // `writer` and `stress` are the child processes of `scaling` and of the store's
 // multi-process test (see Stress.swift).
 

@@ -10,7 +10,7 @@ final class CommitTransaction {
     /// The transaction's ID (`txid_current()`), once `BEGIN` ran; nil before. A commit whose
     /// connection drops before it is known had not begun, and runs again on a fresh one.
     private(set) var txid: String?
-    /// Whether `COMMIT` was sent (then a dropped connection leaves the outcome to ask).
+    /// Whether `COMMIT` may have run (then a dropped connection leaves the outcome to ask).
     private(set) var commitSent = false
 
     init(connection: PostgreSQLConnection) {
@@ -54,15 +54,28 @@ final class CommitTransaction {
     /// transaction aborted (to be rolled back). The server is asked to send the
     /// transaction's ID before it runs `statements`, so that a connection lost after that
     /// can ask the server whether the transaction committed.
+    ///
+    /// A connection found closed before sending, or whose server said why it ended the
+    /// session before the ID came back (its messages arrive in order, so nothing after
+    /// `BEGIN` ran), throws with ``commitSent`` false: nothing committed, and the commit runs
+    /// again on a fresh connection. Only a connection that vanished without a word after
+    /// the statements went out leaves the outcome unknown.
     func runCommitting(_ statements: [SQLStatement]) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
         precondition(txid == nil, "a transaction is begun once")
+        // A connection the server closed while it sat idle in the pool shows it here.
+        try connection.consumeInput()
         let head = [SQLStatement(sql: "BEGIN", prepare: false), SQLStatement(sql: "SELECT txid_current()")]
         var results: [PostgreSQLResult] = []
         commitSent = true
         do {
-            try connection.pipeline(head + statements + [SQLStatement(sql: "COMMIT", prepare: false)], flushAfter: head.count, into: &results)
+            let all = head + statements + [SQLStatement(sql: "COMMIT", prepare: false)]
+            try connection.pipeline(all, flushAfter: head.count, into: &results)
         } catch {
-            if results.count >= head.count { txid = results[1].text(0, 0) }
+            if results.count >= head.count {
+                txid = results[1].text(0, 0)
+            } else if error.error.sqlState != nil {
+                commitSent = false
+            }
             throw error.error
         }
         txid = results[1].text(0, 0)

@@ -127,7 +127,8 @@ extension PostgreSQLConnection {
         }
         if PQexitPipelineMode(handle) != 1 { broken = true }
         if !sent && first == nil {
-            first = PipelineFailure(index: results.count - base, error: failure("could not send the statements", statements.first?.sql ?? ""))
+            let error = failure("could not send the statements", statements.first?.sql ?? "")
+            first = PipelineFailure(index: results.count - base, error: error)
         }
         if var first {
             // A failure read before libpq saw the connection close (the server's FATAL
@@ -155,6 +156,7 @@ extension PostgreSQLConnection {
     /// An error for a pipeline that went wrong on the client's side: the connection dropped,
     /// or libpq refused a statement.
     private func failure(_ what: String, _ sql: String) -> PostgreSQLStoreError {
-        PostgreSQLStoreError(isHealthy ? .query : .connectionLost, target: target, "\(what): \(errorMessage) (running: \(Self.head(sql)))")
+        PostgreSQLStoreError(
+            isHealthy ? .query : .connectionLost, target: target, "\(what): \(errorMessage) (running: \(Self.head(sql)))")
     }
 }
