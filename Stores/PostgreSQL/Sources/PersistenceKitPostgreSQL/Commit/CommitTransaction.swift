@@ -55,9 +55,9 @@ final class CommitTransaction {
     /// transaction's ID before it runs `statements`, so that a connection lost after that
     /// can ask the server whether the transaction committed.
     ///
-    /// A connection found closed before sending, or whose server said why it ended the
-    /// session before the ID came back (its messages arrive in order, so nothing after
-    /// `BEGIN` ran), throws with ``commitSent`` false: nothing committed, and the commit runs
+    /// A connection found closed before sending, or one the server closed with a message
+    /// before the ID came back (its messages arrive in order, so nothing after `BEGIN`
+    /// ran), throws with ``commitSent`` false: nothing committed, and the commit runs
     /// again on a fresh connection. Only a connection that vanished without a word after
     /// the statements went out leaves the outcome unknown.
     func runCommitting(_ statements: [SQLStatement]) throws(PostgreSQLStoreError) -> [PostgreSQLResult] {
