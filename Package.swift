@@ -11,6 +11,11 @@ let package = Package(
         // Prints a store file's header, records and checksums (and, with a model file, its
         // entities' counts) without opening it: `swift run pkstore <store> [--model <file>]`.
         .executable(name: "pkstore", targets: ["pkstore"]),
+        // For the tests of store implementations, not for apps: the behaviour checks every
+        // store passes (insert, fetch, relationships, conflicts, batch requests, ...), written
+        // with Swift Testing and parameterised by the store under test. The file and in-memory
+        // stores run them in PersistenceKitTests, the PostgreSQL store in its own package.
+        .library(name: "PersistenceKitStoreBehaviour", targets: ["PersistenceKitStoreBehaviour"]),
     ],
     // No package dependencies. The benchmarks, which link SQLite for their baselines, are a
     // package of their own in Benchmarks/.
@@ -34,6 +39,7 @@ let package = Package(
             path: "Examples/ObservedNotes"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "PersistenceKitStoreBehaviour", dependencies: ["PersistenceKit"], path: "Tests/StoreBehaviour"),
         // Built for release by CI, so that a test can check that traps print their messages
         // under -O (see Tests/PersistenceKitTests/Support/ReleaseTrapMessageTests.swift).
         .executableTarget(
@@ -42,7 +48,7 @@ let package = Package(
             path: "Tests/TrapMessages"
         ),
         .testTarget(
-            name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport"],
+            name: "PersistenceKitTests", dependencies: ["PersistenceKit", "TestSupport", "PersistenceKitStoreBehaviour"],
             // Xcode model files written by hand in Xcode's format, read by the model-file tests.
             resources: [.copy("Model/ModelFileFixtures")]),
         .testTarget(name: "ModelActorKitTests", dependencies: ["ModelActorKit", "TestSupport"]),

@@ -3,9 +3,9 @@
 //
 //   swift run pkstore <store file> [--model <Model.xcdatamodeld | Model.xcdatamodel>]
 //
-// Prints the header (format version, identifier, model layout), the records by kind, how
-// the store was last closed, and verifies every record's checksum, without opening the
-// store: nothing is locked, recovered or written. With a model file, it also says whether
+// Prints the header (format version, identifier, model layout), the entity version hashes
+// the file keeps, the records by kind, how the store was last closed, and verifies every
+// record's checksum, without opening the store: nothing is locked, recovered or written. With a model file, it also says whether
 // the model fits the store and counts each entity's objects, on a copy of the store (so a
 // store left by a crash is recovered in the copy, never in place). Exit status: 0 when every
 // checksum holds, 1 when the file is damaged or unreadable, 2 for a usage error.
@@ -37,6 +37,16 @@ do {
     fail("pkstore: \(error)", status: 1)
 }
 print(inspection)
+// The entity version hashes the file keeps (format 5, or a migration without a rewrite).
+if let metadata = try? NSPersistentStoreCoordinator.metadataForPersistentStore(ofType: NSFileStoreType, at: storeURL),
+    let hashes = metadata[NSStoreModelVersionHashesKey] as? [String: Data]
+{
+    let identifiers = (metadata[NSStoreModelVersionIdentifiersKey] as? [String]) ?? []
+    print("model version  \(identifiers.isEmpty ? "unnamed" : identifiers.joined(separator: ", "))")
+    for (name, hash) in hashes.sorted(by: { $0.key < $1.key }) {
+        print("entity hash    \(name): \(hash.map { String(format: "%02x", $0) }.joined())")
+    }
+}
 
 if let modelPath {
     do {

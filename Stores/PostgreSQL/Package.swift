@@ -36,7 +36,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PersistenceKitPostgreSQLTests",
-            dependencies: ["PersistenceKitPostgreSQL", .product(name: "PersistenceKit", package: "PersistenceKit")]
+            dependencies: [
+                "PersistenceKitPostgreSQL", .product(name: "PersistenceKit", package: "PersistenceKit"),
+                // The behaviour checks the root package's stores pass too.
+                .product(name: "PersistenceKitStoreBehaviour", package: "PersistenceKit"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Migrates a file store written with one model to the layout of another, all or nothing:
-/// by recording the new layout beside the file when every stored row already fits it
-/// (see `FileStore+LayoutAlias.swift`), else by rewriting the rows.
+/// by recording the new layout (and, when new entities sort before old ones, the file's
+/// numbering of entities) beside the file when every stored row already fits it (see
+/// `FileStore+LayoutAlias.swift`, `EntityNumbering.swift`), else by rewriting the rows.
 ///
 /// The migrated store is written beside the original (`Name.store-migrating`), synced, and
 /// renamed over it: until the rename the original is untouched, and the rename replaces it
@@ -24,15 +25,23 @@ enum FileStoreMigration {
         destination.seal()
         let mapping = try InferredMapping(from: source, to: destination)
         if mapping.isIdentity { return }
-        if mapping.isAppendOnly {
-            do {
-                let path = FileStore.resolvedPath(of: url)
-                let header = try FileStore.readHeader(at: path).modelHash
-                try FileStore.writeLayoutAlias(path: path, header: header, current: destination.layoutHash)
+        do {
+            let path = FileStore.resolvedPath(of: url)
+            let header = try FileStore.readHeader(at: path)
+            // The numbering the file has now: the sidecar's when it stands for `source`.
+            let layout = FileStore.effectiveLayout(header: header.modelHash, path: path)
+            let current = layout.hash == source.layoutHash.prefix(16) ? layout.numbering : nil
+            if let kept = mapping.storedNumbering(current: current), let numbering = EntityNumbering(toModel: kept) {
+                // Stored entity indexes never move; the sidecar maps them to the new model's,
+                // and carries its version hashes (a version 4 file has no model record to
+                // keep them in, and a version 5 file's names the model it was written with).
+                try FileStore.writeLayoutAlias(
+                    path: path, header: header.modelHash, current: destination.layoutHash,
+                    numbering: numbering.isIdentity ? nil : numbering, model: StoreModelSection(destination))
                 return
-            } catch {
-                throw MigrationError(.store, "the store at \(url.path) could not be migrated; it is unchanged.", underlying: error)
             }
+        } catch {
+            throw MigrationError(.store, "the store at \(url.path) could not be migrated; it is unchanged.", underlying: error)
         }
         let temporary = URL(fileURLWithPath: url.path + temporarySuffix)
         do {
@@ -79,6 +88,9 @@ enum FileStoreMigration {
                 throw error
             }
             try replace(url, with: temporary)
+            // A layout sidecar names the old file's header: stale now, and read wrongly if the
+            // new header's layout were the old one's.
+            try? PosixFileSystem().remove(FileStore.resolvedPath(of: url) + FileStore.layoutAliasSuffix)
         } catch let error as MigrationError {
             throw error
         } catch {

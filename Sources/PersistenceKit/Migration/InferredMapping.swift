@@ -63,31 +63,63 @@ struct InferredMapping {
     /// Whether a store of `source` needs no rewrite to be read with `destination`.
     var isIdentity: Bool { source.layoutHash == destination.layoutHash }
 
-    /// Whether every row of `source` is already a row of `destination`, ended early: every
-    /// entity kept under its name and index (new entities are allowed when their names sort
-    /// after every old one, so that no stored entity index moves), each keeping its
-    /// properties in place as they were stored (name, kind, type, optionality, destination)
-    /// and only appending optional attributes without a default value, which old rows read
-    /// as nil; no uniqueness constraint changed (a new one would have to be checked against
-    /// the stored rows).
-    var isAppendOnly: Bool {
-        guard entities.count == source.entities.count else { return false }
+    /// The entity numbering under which a store of `source`, numbering entities as `current`
+    /// says (stored index → `source` index; `nil`: as `source` does), holds rows of
+    /// `destination` without a rewrite: stored index → `destination` index, old entities
+    /// keeping their stored indexes and new ones numbered after them, in name order. `nil`
+    /// when the rows need a rewrite.
+    ///
+    /// No rewrite is needed when every entity is kept under its name (new entities may
+    /// sort anywhere), each keeping its properties in place as they were stored (name,
+    /// kind, type, optionality, destination) and only appending optional attributes without
+    /// a default value and optional relationships whose inverses are new too, which old
+    /// rows read as nil or empty; no uniqueness constraint changed (a new one would have to
+    /// be checked against the stored rows). A removed entity needs a rewrite (its stored
+    /// index would have no entity).
+    func storedNumbering(current: EntityNumbering?) -> [Int32]? {
+        guard entities.count == source.entities.count else { return nil }
+        let sources = Dictionary(uniqueKeysWithValues: entities.map { (ObjectIdentifier($0.destination), $0.source) })
         for map in entities {
             let (s, d) = (map.source, map.destination)
-            guard s.name == d.name, s.index == d.index, d.properties.count >= s.properties.count,
-                s.uniqueColumns == d.uniqueColumns, s.isAbstract == d.isAbstract
-            else { return false }
+            guard s.name == d.name, d.properties.count >= s.properties.count, s.uniqueColumns == d.uniqueColumns,
+                s.isAbstract == d.isAbstract
+            else { return nil }
             for (i, old) in s.properties.enumerated() {
                 let new = d.properties[i]
-                guard old.versionHashFields == new.versionHashFields else { return false }
+                guard old.versionHashFields == new.versionHashFields else { return nil }
             }
             for new in d.properties[s.properties.count...] {
+                if let r = new as? NSRelationshipDescription {
+                    // A new relationship between a new end and a new end: no stored row holds
+                    // a link of it, and old rows read it as nil or empty.
+                    guard r.isOptional, let inverse = r.inverseRelationship, isNew(inverse, sources: sources) else { return nil }
+                    continue
+                }
                 guard let a = new as? NSAttributeDescription, !(a is NSCompositeAttributeDescription),
                     a.isOptional || a.isTransient, a.defaultStoreValue?.isNull ?? false
-                else { return false }
+                else { return nil }
             }
         }
-        return true
+        let old = current?.toModel ?? source.entities.map(\.index)
+        guard old.count == source.entities.count else { return nil }
+        var numbering: [Int32] = []
+        numbering.reserveCapacity(destination.entities.count)
+        for sourceIndex in old {
+            guard let d = entityIndex[sourceIndex] else { return nil }
+            numbering.append(d)
+        }
+        let kept = Set(entityIndex.values)
+        for d in destination.entities where !kept.contains(d.index) { numbering.append(d.index) }
+        return numbering
+    }
+
+    /// Whether destination property `p` has no stored values: its entity is new, or it
+    /// comes after every property its entity had in `source`.
+    private func isNew(_ p: NSPropertyDescription, sources: [ObjectIdentifier: NSEntityDescription]) -> Bool {
+        guard let entity = p.entity else { return false }
+        guard let old = sources[ObjectIdentifier(entity)] else { return true }
+        guard let at = entity.properties.firstIndex(where: { $0 === p }) else { return false }
+        return at >= old.properties.count
     }
 
     private static func check(

@@ -47,6 +47,41 @@ extension NSPersistentStoreCoordinator {
         }
     }
 
+    /// Migrates a store of a type registered with a ``StoreMigrator`` when `options` (or a
+    /// staged migration manager) allow it. Returns whether it asked the migrator.
+    /// - Throws: as ``migrateFileStore(at:options:staged:durability:)``.
+    func migrateInPlace(
+        with migrator: StoreMigrator, at url: URL?, options: [String: String], staged: NSStagedMigrationManager?
+    ) throws -> Bool {
+        let automatic = Self.isOn(NSMigratePersistentStoresAutomaticallyOption, in: options)
+            && Self.isOn(NSInferMappingModelAutomaticallyOption, in: options)
+        guard automatic || staged != nil else { return false }
+        let request = StoreMigrationRequest(url: url, options: options, destination: managedObjectModel, staged: staged)
+        // A database URL may carry a password; messages never show it.
+        let place = url.flatMap { u -> String? in
+            var c = URLComponents(url: u, resolvingAgainstBaseURL: false)
+            c?.password = nil
+            return c?.string
+        } ?? "the configured location"
+        do {
+            do {
+                try migrator(request)
+            } catch let error as MigrationError {
+                throw error
+            } catch {
+                throw MigrationError(.store, "the store could not be migrated; it is unchanged.", underlying: error)
+            }
+            return true
+        } catch let error as MigrationError {
+            let code: CoreDataError.Code = if case .missingSourceModel = error.kind { .migrationMissingSourceModel } else { .migration }
+            throw CoreDataError(
+                code,
+                "the store at \(place) could not be migrated to this coordinator's model "
+                    + "\(managedObjectModel.layoutHashString): \(error.message)",
+                underlying: error)
+        }
+    }
+
     /// Runs a custom stage's handler with `manager.container` loaded with `model` on the
     /// store, and closes that container's store afterwards.
     private static func run(

@@ -30,7 +30,7 @@ enum CompositeValueCoding {
     /// Decodes what ``encode(_:)`` wrote; `nil` for bytes that are not such an encoding.
     static func decode(_ data: Data) -> [String: StoreValue]? {
         data.withUnsafeBytes { buf -> [String: StoreValue]? in
-            var r = ByteReader(buf, range: 0..<buf.count, path: "composite value")
+            var r = ByteReader(buf, range: 0..<buf.count, path: "composite value", numbering: nil)
             do throws(FileStoreError) {
                 guard try r.u8() == version else { return nil }
                 let count = Int(try r.u32())

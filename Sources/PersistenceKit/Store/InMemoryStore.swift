@@ -56,6 +56,10 @@ public final class InMemoryStore: PersistentStore {
     }
 
     private init(model: NSManagedObjectModel, url: URL?, identifier: String, tracksHistory: Bool, state: State, isSnapshot: Bool) {
+        // Sealed first: the link keeper reads the relationships' indexes and inverses, which
+        // an unsealed model (a store made before any coordinator) does not have yet; without
+        // this a deletion left the deleted row listed in its inverse to-manys.
+        model.seal()
         self.state = Lock(state)
         self.tracksHistory = tracksHistory
         self.isSnapshot = isSnapshot

@@ -89,6 +89,18 @@ public final class NSPersistentStoreCoordinator: Sendable {
         factories.withLock { $0[type] = factory }
     }
 
+    /// Registers a store type whose stores migrate in place: as ``registerStoreType(_:factory:)``,
+    /// and when `factory` throws ``CoreDataError/storeModelMismatch(store:storeHash:modelHash:underlying:)``
+    /// and the options allow a migration, the coordinator calls `migrator` (see
+    /// ``StoreMigrator``) and then `factory` again.
+    public static func registerStoreType(_ type: String, factory: @escaping StoreFactory, migrator: @escaping StoreMigrator) {
+        factories.withLock { $0[type] = factory }
+        migrators.withLock { $0[type] = migrator }
+    }
+
+    /// The migrators of store types registered with one, by type.
+    private static let migrators = Lock<[String: StoreMigrator]>([:])
+
     /// The stores added so far.
     public var persistentStores: [any PersistentStore] { stores.withLock { $0 } }
 
@@ -162,6 +174,13 @@ public final class NSPersistentStoreCoordinator: Sendable {
         let store: any PersistentStore
         do {
             store = try factory(url, options ?? [:], managedObjectModel)
+        } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && type != NSFileStoreType {
+            guard let migrator = Self.migrators.withLock({ $0[type] }),
+                try migrateInPlace(with: migrator, at: url, options: options ?? [:], staged: staged)
+            else { throw error }
+            // Opened once more, without migrating again: a store still at another model (a
+            // third version written meanwhile) is reported, not migrated in a loop.
+            return try factory(url, options ?? [:], managedObjectModel)
         } catch let error as FileStoreError {
             if case .modelMismatch = error.kind, type == NSFileStoreType, let url,
                 try migrateFileStore(

@@ -14,15 +14,22 @@ public let NSStoreUUIDKey = "NSStoreUUID"
 public let PersistenceKitModelLayoutHashKey = "ModelLayoutHash"
 /// The metadata key of the entity version hashes (`[String: Data]`, entity name →
 /// ``NSEntityDescription/versionHash``) of the model a store holds data of, as Core Data's.
-/// ``NSPersistentStoreCoordinator/metadata(for:)`` gives it for an added store; a file's
-/// header (``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)``)
-/// has only ``PersistenceKitModelLayoutHashKey``.
+/// ``NSPersistentStoreCoordinator/metadata(for:)`` gives it for an added store, and
+/// ``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)`` for a
+/// closed file of format 5 or a file migrated without a rewrite (older files have only
+/// ``PersistenceKitModelLayoutHashKey``).
 public let NSStoreModelVersionHashesKey = "NSStoreModelVersionHashes"
+/// The metadata key of the version identifiers (`[String]`, ascending) of the model a store
+/// holds data of: the model's ``NSManagedObjectModel/versionIdentifiers`` that are strings.
+/// Present where ``NSStoreModelVersionHashesKey`` is.
+public let NSStoreModelVersionIdentifiersKey = "NSStoreModelVersionIdentifiers"
 
 extension NSPersistentStoreCoordinator {
     /// The metadata of the store of type `storeType` at `url`, read without adding the
     /// store, as Core Data's class method of this name. For a file store it comes from the
-    /// file's header (``FileStore/metadata(at:)``).
+    /// file's header (``FileStore/metadata(at:)``), and, when the file keeps them (format 5,
+    /// or migrated without a rewrite), ``NSStoreModelVersionHashesKey`` and
+    /// ``NSStoreModelVersionIdentifiersKey`` of the model its rows are of.
     ///
     /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for a type whose stores
     ///   have no file to read (in-memory, or an unknown type); ``FileStoreError`` when the
@@ -36,7 +43,12 @@ extension NSPersistentStoreCoordinator {
                 "cannot read the metadata of a '\(storeType)' store at \(url.path) without loading it; only "
                     + "\(NSFileStoreType) stores keep metadata in a file.")
         }
-        return try FileStore.metadata(at: url)
+        var metadata: [String: Any] = try FileStore.metadata(at: url)
+        if let model = FileStore.modelSection(at: url) {
+            metadata[NSStoreModelVersionHashesKey] = model.versionHashes
+            metadata[NSStoreModelVersionIdentifiersKey] = model.versionIdentifiers
+        }
+        return metadata
     }
 
     /// The metadata of a store added to this coordinator: its ``PersistentStore/metadata``
@@ -50,12 +62,14 @@ extension NSPersistentStoreCoordinator {
 }
 
 extension NSManagedObjectModel {
-    /// Whether a store with `metadata` can be opened with this model without migrating: from
-    /// ``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)`` (a
-    /// file's header), its layout hash is this model's; from
-    /// ``NSPersistentStoreCoordinator/metadata(for:)`` (or any metadata with
-    /// ``NSStoreModelVersionHashesKey``), every entity's version hash is this model's. As in
-    /// Core Data, check this before loading a store to know whether loading will migrate it.
+    /// Whether a store with `metadata` can be opened with this model without migrating:
+    /// every entity's version hash (``NSStoreModelVersionHashesKey``) is this model's, and
+    /// the layout hash (``PersistenceKitModelLayoutHashKey``, which also covers the order of
+    /// properties) is this model's when the metadata has it; metadata with only a layout hash
+    /// (a file of format 4 or older) is compared by that. From
+    /// ``NSPersistentStoreCoordinator/metadataForPersistentStore(ofType:at:options:)`` or
+    /// ``NSPersistentStoreCoordinator/metadata(for:)``. As in Core Data, check this before
+    /// loading a store to know whether loading will migrate it.
     ///
     /// `configuration` must be `nil` or `"Default"` (there are no other configurations);
     /// any other name gives `false`.
@@ -63,10 +77,11 @@ extension NSManagedObjectModel {
         guard configuration == nil || configuration == "Default" else { return false }
         // Per-entity hashes where the metadata has them (an added store's, or Core Data's
         // form); else the layout hash a file's header keeps, which also covers property order.
+        let layout = metadata[PersistenceKitModelLayoutHashKey] as? String
         if let hashes = metadata[NSStoreModelVersionHashesKey] as? [String: Data] {
-            return hashes == entityVersionHashesByName
+            return hashes == entityVersionHashesByName && (layout == nil || layout == layoutHashString)
         }
-        guard let stored = metadata[PersistenceKitModelLayoutHashKey] as? String else { return false }
-        return stored == layoutHashString
+        guard let layout else { return false }
+        return layout == layoutHashString
     }
 }

@@ -245,8 +245,7 @@ import Glibc
     /// the title `marker` given an unknown value tag in a checksum-valid record.
     static func convert(_ url: URL, to version: UInt32, damagingValueOf marker: String) throws {
         var bytes = try FSSupport.bytes(url)
-        FSSupport.putU32(version, into: &bytes, at: 8)
-        FSSupport.fixHeaderCRC(&bytes)
+        FSSupport.downgrade(&bytes, to: version)
         let needle = Array(marker.utf8)
         var hit: Int?
         for i in 0..<(bytes.count - needle.count) where Array(bytes[i..<(i + needle.count)]) == needle { hit = i }

@@ -309,8 +309,7 @@ import Glibc
         let folder = try TemporaryFolder()
         var bytes = try Self.makeCleanStore(folder.storeURL)
         #expect(FSSupport.u32(bytes, at: 8) == FileStoreFormat.version)
-        FSSupport.putU32(1, into: &bytes, at: 8)
-        FSSupport.fixHeaderCRC(&bytes)
+        FSSupport.downgrade(&bytes, to: 1)
         for record in FSSupport.recordOffsets(bytes) { FSSupport.fixRecordCRC(&bytes, recordAt: record) }
         try FSSupport.write(bytes, to: folder.storeURL)
 

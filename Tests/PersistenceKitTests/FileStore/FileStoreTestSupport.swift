@@ -78,15 +78,31 @@ enum FSSupport {
 
     static func write(_ bytes: [UInt8], to url: URL) throws { try Data(bytes).write(to: url) }
 
-    /// Start offsets of the records of a store file (header excluded), and the file size.
+    /// Start offsets of the records of a store file (header and model record excluded).
     static func recordOffsets(_ bytes: [UInt8]) -> [Int] {
         var offsets: [Int] = []
-        var offset = 64
+        var offset = firstRecord(bytes)
         while offset + 24 <= bytes.count {
             offsets.append(offset)
             offset += 24 + Int(u32(bytes, at: offset + 8))
         }
         return offsets
+    }
+
+    /// Makes a store file's bytes those of format `version` (below 5): drops the model record
+    /// a version 5 file starts with, sets the version and fixes the header checksum (record
+    /// checksums stay: the caller fixes them for version 1).
+    static func downgrade(_ bytes: inout [UInt8], to version: UInt32) {
+        let first = firstRecord(bytes)
+        if first > 64 { bytes.removeSubrange(64..<first) }
+        putU32(version, into: &bytes, at: 8)
+        fixHeaderCRC(&bytes)
+    }
+
+    /// Where the records after the header and the model record (format 5) begin.
+    static func firstRecord(_ bytes: [UInt8]) -> Int {
+        guard bytes.count >= 64 + 24, u32(bytes, at: 64) == 0x4352_4B50, bytes[68] == FileStoreFormat.RecordKind.model.rawValue else { return 64 }
+        return 64 + 24 + Int(u32(bytes, at: 64 + 8))
     }
 
     static func u32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

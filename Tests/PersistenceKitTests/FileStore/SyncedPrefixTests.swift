@@ -120,7 +120,9 @@ import Glibc
         func recorded() throws -> Int? {
             FileStore.syncedPrefix(in: [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder.storeURL.path + "-lock"))))
         }
-        #expect(try recorded() == FileStoreFormat.headerSize, "the new file's header was synced at its creation")
+        let created = FSSupport.firstRecord(try FSSupport.bytes(folder.storeURL))
+        #expect(created > FileStoreFormat.headerSize, "a new file starts with its model record")
+        #expect(try recorded() == created, "the new file's header and model record were synced at its creation")
         try store.compact()
         #expect(try recorded() == nil)
         let compacted = store.fileSize

@@ -101,9 +101,8 @@ struct HistoryPersistenceTests {
         // Read as version 3, whose records end with their entries: a history section would
         // be reported as bytes after them.
         var bytes = try FSSupport.bytes(folder.storeURL)
-        #expect(FSSupport.u32(bytes, at: 8) == 4, "new files are version 4")
-        FSSupport.putU32(3, into: &bytes, at: 8)
-        FSSupport.fixHeaderCRC(&bytes)
+        #expect(FSSupport.u32(bytes, at: 8) == FileStoreFormat.version, "new files are of the newest version")
+        FSSupport.downgrade(&bytes, to: 3)
         try FSSupport.write(bytes, to: folder.storeURL)
         container = try HistorySupport.container(.file, at: folder.storeURL, tracking: false)
         let context = container.newBackgroundContext()
@@ -117,8 +116,7 @@ struct HistoryPersistenceTests {
         try HistorySupport.insert(["old"], in: container)
         try FSSupport.close(container)
         var bytes = try FSSupport.bytes(folder.storeURL)
-        FSSupport.putU32(3, into: &bytes, at: 8)
-        FSSupport.fixHeaderCRC(&bytes)
+        FSSupport.downgrade(&bytes, to: 3)
         try FSSupport.write(bytes, to: folder.storeURL)
 
         // Without tracking, a version 3 file stays version 3.
@@ -127,11 +125,11 @@ struct HistoryPersistenceTests {
         try FSSupport.close(container)
         #expect(FSSupport.u32(try FSSupport.bytes(folder.storeURL), at: 8) == 3)
 
-        // With tracking, its first save rewrites it as version 4 and is recorded.
+        // With tracking, its first save rewrites it as the newest version and is recorded.
         container = try HistorySupport.container(.file, at: folder.storeURL)
         #expect(try HistorySupport.transactions(after: nil, in: container).isEmpty)
         try HistorySupport.insert(["new"], in: container, author: "upgrader")
-        #expect(FSSupport.u32(try FSSupport.bytes(folder.storeURL), at: 8) == 4)
+        #expect(FSSupport.u32(try FSSupport.bytes(folder.storeURL), at: 8) == FileStoreFormat.version)
         #expect(try #require(FSSupport.fileStores(container).first).compactionCount == 1)
         try FSSupport.close(container)
 

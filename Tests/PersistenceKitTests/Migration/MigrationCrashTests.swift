@@ -44,6 +44,39 @@ import Testing
         print("MigrationCrashTests: \(Self.kills) kills, \(before) left the old version, \(after) the new one")
     }
 
+    /// The same for a migration that rewrites nothing (new entities sorting before and
+    /// between old ones: the sidecar maps the file's entity numbers): killed around the
+    /// sidecar's write, the store opens as either version with every object and link.
+    @Test func killedWhileMigratingWithoutARewrite() async throws {
+        typealias N = EntityNumberingMigrationTests
+        let folder = try TemporaryFolder()
+        let bundle = try S.bundle(in: folder.url, versions: [("V1", N.v1), ("V2", N.v2)], current: "V2")
+        let v1 = try NSManagedObjectModel(modelFileAt: bundle.appendingPathComponent("V1.xcdatamodel"))
+        let v2 = try NSManagedObjectModel(modelFileAt: bundle)
+        let (v1Hash, v2Hash) = (v1.layoutHashString, v2.layoutHashString)
+        var (before, after) = (0, 0)
+        for iteration in 0..<(Self.kills / 2) {
+            try? FileStore.destroy(at: folder.storeURL)
+            try N.seed(folder.storeURL, model: v1)
+            let inode = try FileManager.default.attributesOfItem(atPath: folder.storeURL.path)[.systemFileNumber] as? NSNumber
+            let delay = UInt32.random(in: 0...15_000)
+            await #expect(processExitsWith: .signal(SIGKILL)) {
+                [path = folder.storeURL.path as String, bundle = bundle.path as String, delay = delay as UInt32] in
+                try MigrationCrashTests.child(path: path, bundle: bundle, delayMicroseconds: delay)
+            }
+            let hash = try FileStore.metadata(at: folder.storeURL)[PersistenceKitModelLayoutHashKey]
+            #expect(hash == v1Hash || hash == v2Hash, "kill \(iteration): the store is at neither version")
+            if hash == v1Hash { before += 1 } else { after += 1 }
+            let container = try S.container(at: folder.storeURL, model: try NSManagedObjectModel(modelFileAt: bundle))
+            #expect(try FileManager.default.attributesOfItem(atPath: folder.storeURL.path)[.systemFileNumber] as? NSNumber == inode)
+            let links = try N.links(container)
+            try FSSupport.close(container)
+            #expect(links == N.seeded, "kill \(iteration): the objects and links read differently after the kill")
+            if links != N.seeded { return }
+        }
+        print("MigrationCrashTests without a rewrite: \(Self.kills / 2) kills, \(before) left the old version, \(after) the new one")
+    }
+
     static func seed(_ url: URL, model: NSManagedObjectModel) throws {
         let container = try S.container(at: url, model: model)
         let context = container.newBackgroundContext()

@@ -600,4 +600,28 @@ final class LinkChild: NSManagedObject {
         #expect(try b.version("Book", 1) == 2)
         #expect(try b.version("Book", 2) == nil)
     }
+
+    /// An in-memory store made before any coordinator sealed its model keeps links too: a
+    /// batch delete (which writes only the deletion) takes the book off its shelf's books.
+    @Test func inMemoryStoreMadeBeforeACoordinatorKeepsLinks() throws {
+        let model = try Fixtures.model()
+        let store = InMemoryStore(model: model)
+        let coordinator = NSPersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(store)
+        let context = NSManagedObjectContext(concurrencyType: .privateQueueConcurrencyType, coordinator: coordinator)
+        let (kept, shelfID) = try context.performAndWait {
+            let shelf = Shelf(context: context)
+            for title in ["kept", "gone"] {
+                let book = Book(context: context)
+                book.title = title
+                book.shelf = shelf
+            }
+            try context.save()
+            let gone = NSFetchRequest<Book>(entityName: "Book")
+            gone.predicate = NSPredicate(format: "title == 'gone'")
+            _ = try context.execute(NSBatchDeleteRequest(fetchRequest: gone))
+            return (try #require(shelf.books.first { $0.title == "kept" }?.objectID.rowID), try #require(shelf.objectID.rowID))
+        }
+        #expect(try store.fetchRow(shelfID)?.values.contains(.references([kept])) == true)
+    }
 }

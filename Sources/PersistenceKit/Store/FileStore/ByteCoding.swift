@@ -13,6 +13,9 @@ struct ByteWriter: ~Copyable {
     private var capacity: Int
     /// Bytes written so far.
     private(set) var count = 0
+    /// The file's entity numbering when it is not the model's (see EntityNumbering.swift):
+    /// `entity(_:)` writes stored indexes through it.
+    var numbering: EntityNumbering?
 
     init(capacity: Int = 0) {
         self.capacity = max(capacity, 64)
@@ -121,13 +124,19 @@ struct ByteReader {
     var position: Int
     private(set) var end: Int
     let path: String
+    /// The file's entity numbering when it is not the model's (see EntityNumbering.swift):
+    /// `entity()` and decoded references give model indexes through it.
+    let numbering: EntityNumbering?
 
-    init(_ base: UnsafeRawBufferPointer, range: Range<Int>, fileOffset: Int = 0, path: String) {
+    /// A reader of `range` of `base`. `numbering` is the file's, for a reader of records and
+    /// rows (`nil` when the file numbers entities as the model does, or the bytes hold none).
+    init(_ base: UnsafeRawBufferPointer, range: Range<Int>, fileOffset: Int = 0, path: String, numbering: EntityNumbering? = nil) {
         self.base = base
         self.position = range.lowerBound
         self.end = range.upperBound
         self.fileOffset = fileOffset
         self.path = path
+        self.numbering = numbering
     }
 
     /// Points the reader at `range` of the same buffer.

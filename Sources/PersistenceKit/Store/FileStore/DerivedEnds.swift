@@ -118,7 +118,7 @@ struct DerivedEnds {
     /// rewriting it later is consistent with that, as its old value reads as nothing there
     /// too (`FileStore.storedValue`).
     mutating func build(
-        _ layout: Layout, tables: [Int32: FileStore.Table], image: StoreImage, path: String
+        _ layout: Layout, tables: [Int32: FileStore.Table], image: StoreImage, numbering: EntityNumbering?, path: String
     ) throws(FileStoreError) {
         var lists = [[Int64: [StoreRowID]]](repeating: [:], count: layout.ends.count)
         try image.withBytes { buf throws(FileStoreError) in
@@ -133,7 +133,8 @@ struct DerivedEnds {
                     // reopen).
                     var cursor = table.rows.makeCursor()
                     while let (pk, ref) = cursor.next() {
-                        guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, path: path) else { continue }
+                        guard let value = FileStore.storedValue(at: end.sourceProperty, of: ref, buf, numbering: numbering, path: path)
+                        else { continue }
                         let source = StoreRowID(entity: sourceEntity, primaryKey: pk)
                         Self.forEachTarget(of: value, in: end.entity) { target in
                             if lists[k][target]?.last != source { lists[k][target, default: []].append(source) }

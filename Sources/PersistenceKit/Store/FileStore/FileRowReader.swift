@@ -14,6 +14,8 @@ struct FileRowReader: StoreRowReader {
     }
 
     let buf: UnsafeRawBufferPointer
+    /// The file's entity numbering, for the references read (see EntityNumbering.swift).
+    let numbering: EntityNumbering?
     let tables: [Int32: FileStore.Table]
     let derived: DerivedEnds
     let layout: DerivedEnds.Layout
@@ -24,7 +26,7 @@ struct FileRowReader: StoreRowReader {
         if let end = layout.derivedColumns(entity).first(where: { $0.property == column }) {
             return .references(derived.lists[end.end][row.pk] ?? [])
         }
-        var r = ByteReader(buf, range: row.ref.offset..<(row.ref.offset + row.ref.length), path: path)
+        var r = ByteReader(buf, range: row.ref.offset..<(row.ref.offset + row.ref.length), path: path, numbering: numbering)
         return try FileStoreFormat.decodeValue(at: column, &r)
     }
 
@@ -34,7 +36,7 @@ struct FileRowReader: StoreRowReader {
     }
 
     func text(_ column: Int, of row: Row, entity: Int32, passes test: PreparedText) throws(FileStoreError) -> Bool? {
-        var r = ByteReader(buf, range: row.ref.offset..<(row.ref.offset + row.ref.length), path: path)
+        var r = ByteReader(buf, range: row.ref.offset..<(row.ref.offset + row.ref.length), path: path, numbering: numbering)
         let n = Int(try r.u16())
         guard column < n else { return nil }
         for _ in 0..<column { try FileStoreFormat.skipValue(&r) }

@@ -10,7 +10,8 @@ extension FileStore {
     /// is left to grow (see Docs/StoreFormat.md).
     func compactIfNeeded(_ s: inout State) throws(FileStoreError) {
         let live =
-            s.liveBytes + s.history.byteCount + FileStoreFormat.headerSize + FileStoreFormat.recordOverhead + 6 + 12 * s.tables.count
+            s.liveBytes + s.history.byteCount + FileStoreFormat.headerSize + modelRecordSize + FileStoreFormat.recordOverhead + 6
+            + 12 * s.tables.count
         guard s.image.count >= options.compactionThreshold, s.image.count > 2 * live,
             checkpointPayload(s) <= FileStoreFormat.maxPayload
         else { return }
@@ -58,8 +59,11 @@ extension FileStore {
             for e in entities {
                 guard let table = s.tables[e] else { continue }
                 // Rows with derived to-many columns are written again with null there when the
-                // file is of version 1 or 2, which stores the lists; the rest are copied.
+                // file is of version 1 or 2, which stores the lists; the rest are copied. The
+                // new file numbers entities as the model does: rows of a file numbered
+                // otherwise are written again with their references renumbered.
                 let strips = s.formatVersion < 3 && !derivedLayout.derivedColumns(e).isEmpty
+                let renumbers = s.numbering != nil
                 try table.rows.forEachRow { pk, ref throws(FileStoreError) in
                     w.u8(FileStoreFormat.Op.put.rawValue)
                     w.i32(e)
@@ -70,12 +74,12 @@ extension FileStore {
                     // read of it reports it, and every other save goes on. Failing the
                     // compaction on it would fail every save once one was due, the deletion
                     // of that row included.
-                    if strips {
-                        var r = ByteReader(buf, range: range, path: path)
+                    if strips || renumbers {
+                        var r = ByteReader(buf, range: range, path: path, numbering: s.numbering)
                         if let decoded = try? FileStoreFormat.decodeValues(&r, shape: rowShapes.shape(e)) {
                             let lengthAt = w.count
                             w.u32(0)
-                            FileStoreFormat.encode(derivedLayout.stripped(decoded, of: e), into: &w)
+                            FileStoreFormat.encode(strips ? derivedLayout.stripped(decoded, of: e) : decoded, into: &w)
                             w.patch32(UInt32(w.count - lengthAt - 4), at: lengthAt)
                             return
                         }
@@ -89,7 +93,10 @@ extension FileStore {
         if Self.keepsHistory(s) {
             FileStoreFormat.encodeHistory(s.history.transactions, deletedThrough: s.history.deletedThrough, into: &w)
         }
-        let header = FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.layoutHash)
+        // The header and the model record (see FileStoreFormat+Model.swift) in one write.
+        let header =
+            FileStoreFormat.header(storeID: UUID(uuidString: identifier) ?? UUID(), modelHash: model.layoutHash)
+            + FileStoreFormat.modelRecord(model, sequence: s.sequence)
         FileStoreFormat.sealRecord(&w, .checkpoint, sequence: s.sequence, version: FileStoreFormat.version)
         let newSize = header.count + w.count
 
@@ -133,8 +140,8 @@ extension FileStore {
                 s.syncedPrefixOnDisk = false
             }
             try Self.io(path, "compacting (replacing the file)") { try fs.rename(temporary, to: path) }
-            // The new header holds the model's own layout: a layout sidecar names the old
-            // header's hash now, so it is ignored, and goes.
+            // The new header holds the model's own layout and numbering: a layout sidecar names
+            // the old header's hash now, so it is ignored, and goes.
             try? fs.remove(path + Self.layoutAliasSuffix)
         } catch {
             written?.close()

@@ -75,7 +75,7 @@ extension FileStore {
 
     /// Applies a history-deletion record.
     static func applyHistoryDeletion(_ buf: UnsafeRawBufferPointer, payload: Range<Int>, to s: inout State, path: String) throws(FileStoreError) {
-        var r = ByteReader(buf, range: payload, path: path)
+        var r = ByteReader(buf, range: payload, path: path, numbering: s.numbering)
         guard s.formatVersion >= FileStoreFormat.historyVersion else {
             throw r.corrupt("a history-deletion record in a version \(s.formatVersion) file, which holds no history")
         }
@@ -103,9 +103,9 @@ extension FileStore {
         try refuseIfSnapshot("continuing history")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
-            guard token > 0, s.sequence == 0, s.image.count == FileStoreFormat.headerSize,
-                s.formatVersion >= FileStoreFormat.historyVersion
-            else { return }
+            // No record but the model record a new file starts with.
+            let empty = try s.image.withBytes { buf in s.image.count == FileStoreFormat.dataStart(buf) }
+            guard token > 0, s.sequence == 0, empty, s.formatVersion >= FileStoreFormat.historyVersion else { return }
             var w = FileStoreFormat.beginRecord(capacity: 8)
             w.u64(token)
             let recordStart = s.image.count

@@ -161,7 +161,8 @@ struct ColumnIndexes {
 extension FileStore.Table {
     mutating func index(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) throws(FileStoreError) {
         for c in columns {
-            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+            // Attribute columns only: no entity index is read, so the file's numbering is not needed.
+            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path, numbering: nil)
             let v = try FileStoreFormat.decodeValue(at: c, &r)
             indexes[c].add(v, pk)
         }
@@ -176,7 +177,8 @@ extension FileStore.Table {
     ) {
         for c in columns {
             let new = row.value(at: c)
-            var r = ByteReader(buf, range: old.offset..<(old.offset + old.length), path: path)
+            // Attribute columns only: no entity index is read, so the file's numbering is not needed.
+            var r = ByteReader(buf, range: old.offset..<(old.offset + old.length), path: path, numbering: nil)
             // The old row was indexed when it was put, so it decodes; if not, nothing was indexed.
             if let previous = try? FileStoreFormat.decodeValue(at: c, &r) {
                 if previous.isSame(as: new) { continue }
@@ -188,7 +190,8 @@ extension FileStore.Table {
 
     mutating func unindex(pk: Int64, ref: FileStore.RowRef, columns: [Int], buf: UnsafeRawBufferPointer, path: String) {
         for c in columns {
-            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+            // Attribute columns only: no entity index is read, so the file's numbering is not needed.
+            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path, numbering: nil)
             // The row was indexed when it was put, so it decodes; if not, nothing was indexed.
             guard let v = try? FileStoreFormat.decodeValue(at: c, &r) else { continue }
             indexes[c].remove(v, pk)

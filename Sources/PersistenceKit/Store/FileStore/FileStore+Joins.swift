@@ -29,7 +29,9 @@ extension FileStore {
                 let destination = derivedLayout.ends[end].entity
                 var targets: [Int64] = []
                 try forEachMatch(entity: destination, filter: inner, in: &s) { pk, _, _ throws(FileStoreError) in targets.append(pk) }
-                if !s.derived.isReady { try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path) }
+                if !s.derived.isReady {
+                    try s.derived.build(derivedLayout, tables: s.tables, image: s.image, numbering: s.numbering, path: path)
+                }
                 for t in targets {
                     // Only this entity's rows: a list holds every source entity's.
                     for row in s.derived.lists[end][t] ?? [] where row.entity == entity { keys.append(row.primaryKey) }

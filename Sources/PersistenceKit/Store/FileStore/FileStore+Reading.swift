@@ -8,7 +8,7 @@ extension FileStore {
     func decodeRow(_ id: StoreRowID, _ ref: RowRef, in s: inout State) throws(FileStoreError) -> StoreRow {
         try prepareDerivedEnds(of: id.entity, in: &s)
         var values = try s.image.withBytes { buf throws(FileStoreError) -> [StoreValue] in
-            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+            var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path, numbering: s.numbering)
             return try FileStoreFormat.decodeValues(&r, shape: rowShapes.shape(id.entity))
         }
         s.derived.fill(&values, of: id, derivedLayout)
@@ -18,7 +18,7 @@ extension FileStore {
     /// Builds the derived ends' lists if rows of `entity` need them and they are not built.
     func prepareDerivedEnds(of entity: Int32, in s: inout State) throws(FileStoreError) {
         guard !s.derived.isReady, !derivedLayout.derivedColumns(entity).isEmpty else { return }
-        try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
+        try s.derived.build(derivedLayout, tables: s.tables, image: s.image, numbering: s.numbering, path: path)
     }
 
     /// See ``PersistentStore``.
@@ -118,9 +118,11 @@ extension FileStore {
             // (a retain and a release per row and condition). It is passed inout, never
             // captured: a captured var is boxed and every access checked for exclusivity
             // at run time (measured: a fifth of a filtered scan).
-            var r = ByteReader(buf, range: 0..<0, path: path)
+            var r = ByteReader(buf, range: 0..<0, path: path, numbering: s.numbering)
             let reader = others.map { tables, derived in
-                FileRowReader(buf: buf, tables: tables, derived: derived, layout: derivedLayout, shapes: rowShapes, path: path)
+                FileRowReader(
+                    buf: buf, numbering: s.numbering, tables: tables, derived: derived, layout: derivedLayout, shapes: rowShapes,
+                    path: path)
             }
             if let keys {
                 Self.touch(keys, rows, buf)
@@ -139,7 +141,7 @@ extension FileStore {
     private func preparedPredicate(_ filter: StoreFilter?, entity: Int32, in s: inout State) throws(FileStoreError) -> PreparedStorePredicate? {
         guard let predicate = filter?.predicate else { return nil }
         if !s.derived.isReady, !derivedLayout.ends.isEmpty, predicate.followsToMany {
-            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
+            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, numbering: s.numbering, path: path)
         }
         return PreparedStorePredicate(predicate, entity: entity, model: model)
     }

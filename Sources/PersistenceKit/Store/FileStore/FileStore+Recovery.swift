@@ -148,8 +148,11 @@ extension FileStore {
     private static func createFile(
         path: String, directory: String, model: NSManagedObjectModel, storeID: UUID, fs: any StoreFileSystem
     ) throws(FileStoreError) {
-        let header = FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash)
-        try writeWhole(header, to: path, through: path + "-new", in: directory, fs: fs, "creating the store")
+        // The model record goes in the same write as the header: a file without it would be
+        // a version 5 file whose metadata lacks the entity version hashes.
+        let bytes =
+            FileStoreFormat.header(storeID: storeID, modelHash: model.layoutHash) + FileStoreFormat.modelRecord(model, sequence: 0)
+        try writeWhole(bytes, to: path, through: path + "-new", in: directory, fs: fs, "creating the store")
     }
 
     /// Writes `bytes` as the whole file at `path`, all or nothing: into `temporary`, synced,
@@ -208,14 +211,21 @@ extension FileStore {
         let header = try image.withBytes { buf throws(FileStoreError) in try FileStoreFormat.readHeader(buf, path: path) }
         // The header's hash, or the newer layout a migration recorded for it (see
         // `FileStore+LayoutAlias.swift`), read only when the two differ.
-        guard header.modelHash == model.layoutHash.prefix(16)
-            || effectiveLayoutHash(header: header.modelHash, path: path) == model.layoutHash.prefix(16)
-        else {
-            let stored = NSManagedObjectModel.hex(effectiveLayoutHash(header: header.modelHash, path: path))
-            throw FileStoreError(
-                .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
-                "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
-                    + "Open it with the model it was created with, or load it through a container, which migrates it.")
+        s.numbering = nil
+        if header.modelHash != model.layoutHash.prefix(16) {
+            let layout = effectiveLayout(header: header.modelHash, path: path)
+            // A numbering must cover the model's entities (a sidecar's of another model
+            // with the same layout hash cannot, as the hash covers the entities).
+            let numbered = layout.numbering?.toModel.count ?? model.entities.count
+            if layout.hash == model.layoutHash.prefix(16), numbered == model.entities.count {
+                s.numbering = layout.numbering
+            } else {
+                let stored = NSManagedObjectModel.hex(layout.hash)
+                throw FileStoreError(
+                    .modelMismatch(storeHash: stored, modelHash: model.layoutHashString), path: path, offset: 32,
+                    "the store was created with model \(stored), but was opened with model \(model.layoutHashString). "
+                        + "Open it with the model it was created with, or load it through a container, which migrates it.")
+            }
         }
         s.formatVersion = header.version
         let storeID = header.storeID
@@ -312,6 +322,18 @@ extension FileStore {
                     if unsynced { return offset }
                     throw FileStoreError(.corrupt, path: path, offset: offset + 4, "unknown record kind \(buf[offset + 4]).")
                 }
+                if kind == .model {
+                    // Only first, and only from version 5 (see FileStoreFormat+Model.swift); it
+                    // holds no rows and takes no part in the run of record numbers.
+                    guard offset == FileStoreFormat.headerSize, version >= 5 else {
+                        if unsynced { return offset }
+                        throw FileStoreError(
+                            .corrupt, path: path, offset: offset + 4,
+                            "a model record where only the first record of a version 5 file may be one: the file is damaged here.")
+                    }
+                    offset += total
+                    continue
+                }
                 let sequence = buf.loadUnaligned(fromByteOffset: offset + 12, as: UInt64.self).littleEndian
                 // Far below any count of saves, and room for the next number: a larger one is
                 // damage (a checksum-valid one would crash the next save's `+ 1`).
@@ -336,7 +358,7 @@ extension FileStore {
                 lastSequence = sequence
                 let payload = (offset + FileStoreFormat.recordHeaderSize)..<crcAt
                 if kind == .close {
-                    var counts = ByteReader(buf, range: payload, path: path)
+                    var counts = ByteReader(buf, range: payload, path: path, numbering: s.numbering)
                     s.closeCounts = try FileStoreFormat.decodeCounts(&counts, entityCount: entityCount)
                 } else {
                     s.unapplied.append(payload)
@@ -457,7 +479,7 @@ extension FileStore {
         _ buf: UnsafeRawBufferPointer, payload: Range<Int>, to s: inout State, path: String, shapes: RowShapes,
         indexedColumns: [Int32: [Int]]
     ) throws(FileStoreError) {
-        var r = ByteReader(buf, range: payload, path: path)
+        var r = ByteReader(buf, range: payload, path: path, numbering: s.numbering)
         let entityCount = shapes.entityCount
         let keyCount = Int(try r.u16())
         var nextKeys: [(entity: Int32, next: Int64)] = []
@@ -469,7 +491,7 @@ extension FileStore {
         func bad(_ why: String) -> FileStoreError { FileStoreError(.corrupt, path: path, offset: fileOffset + entryAt, why) }
         for _ in 0..<keyCount {
             entryAt = r.position
-            let entity = try r.i32()
+            let entity = try r.entity()
             let next = try r.i64()
             guard entity >= 0, entity < entityCount else { throw bad("entity index \(entity) is out of range") }
             guard next >= 1, next <= maxPrimaryKey else { throw bad("next primary key \(next) is out of range") }
@@ -503,7 +525,8 @@ extension FileStore {
         for _ in 0..<entries {
             entryAt = r.position
             // The 21-byte entry header in one bounds check (reopening runs this for every row).
-            let (opByte, entity, pk, version) = try r.entryHeader()
+            let (opByte, storedEntity, pk, version) = try r.entryHeader()
+            let entity = r.modelEntity(storedEntity)
             guard entity >= 0, entity < entityCount else { throw bad("entity index \(entity) is out of range") }
             guard pk >= 1, pk < maxPrimaryKey else { throw bad("primary key \(pk) is out of range") }
             guard version >= 0, version < Int64.max / 2 else { throw bad("row version \(version) is out of range") }
@@ -594,7 +617,7 @@ extension FileStore {
         s.liveBytes -= freed
         if let removed, let derivedLayout, s.derived.isReady {
             for c in derivedLayout.sourceColumns(entity) {
-                let was = storedValue(at: c.property, of: removed, buf, path: path)
+                let was = storedValue(at: c.property, of: removed, buf, numbering: s.numbering, path: path)
                 s.derived.follow(c, of: derivedLayout, row: StoreRowID(entity: entity, primaryKey: pk), from: was, to: nil)
             }
         }
@@ -603,8 +626,10 @@ extension FileStore {
     /// The value in column `column` of the row stored at `ref`; nil when it does not decode
     /// (a row the store wrote does, and the derived ends' lists could not be built past one
     /// that does not).
-    static func storedValue(at column: Int, of ref: RowRef, _ buf: UnsafeRawBufferPointer, path: String) -> StoreValue? {
-        var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+    static func storedValue(
+        at column: Int, of ref: RowRef, _ buf: UnsafeRawBufferPointer, numbering: EntityNumbering?, path: String
+    ) -> StoreValue? {
+        var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path, numbering: numbering)
         return try? FileStoreFormat.decodeValue(at: column, &r)
     }
 }

@@ -39,7 +39,7 @@ extension FileStore {
             var rows: [StoreRow] = []
             rows.reserveCapacity(refs.count)
             for (pk, ref) in refs {
-                var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path)
+                var r = ByteReader(buf, range: ref.offset..<(ref.offset + ref.length), path: path, numbering: s.numbering)
                 rows.append(
                     StoreRow(
                         id: StoreRowID(entity: entity, primaryKey: pk), version: ref.version,

@@ -21,7 +21,7 @@ extension FileStore {
                     guard var cursor = table?.rows.makeCursor() else { return }
                     while let (pk, ref) = cursor.next() {
                         var values = [StoreValue](repeating: .null, count: width)
-                        for c in needed { values[c] = Self.storedValue(at: c, of: ref, buf, path: path) ?? .null }
+                        for c in needed { values[c] = Self.storedValue(at: c, of: ref, buf, numbering: s.numbering, path: path) ?? .null }
                         visit(pk, values)
                     }
                 }

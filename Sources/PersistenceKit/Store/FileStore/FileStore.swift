@@ -114,6 +114,9 @@ public final class FileStore: PersistentStore {
     /// The properties whose values deleted rows leave in history, per entity (empty unless
     /// the store tracks history).
     let tombstoneColumns: [Int32: [Int]]
+    /// Bytes of the model record a compacted file starts with (FileStoreFormat+Model.swift),
+    /// counted as live data so that a compacted file is never due for compaction again.
+    let modelRecordSize: Int
 
     /// Where a row's encoded values are in the image, and its version.
     ///
@@ -157,6 +160,10 @@ public final class FileStore: PersistentStore {
         var lock: StoreLock?
         /// The whole store file as it is on disk.
         var image: StoreImage
+        /// How the file numbers entities, when not as the model does (a migration added an
+        /// entity that sorts before old ones: see EntityNumbering.swift). Read with the image;
+        /// a compaction's new file numbers them as the model does, and its state has none.
+        var numbering: EntityNumbering?
         var tables: [Int32: Table] = [:]
         /// The lists of the derived to-many ends, built on first use (see `DerivedEnds`).
         var derived = DerivedEnds()
@@ -347,6 +354,7 @@ public final class FileStore: PersistentStore {
         // Once per open that recovered: a crash whose recovery cut something should not go
         // unnoticed by whoever reads the process's log.
         if let recovery = opened.recovery { Self.logRecovery(recovery) }
+        self.modelRecordSize = FileStoreFormat.modelRecord(model, sequence: 0).count
         self.metadata = [
             NSStoreTypeKey: NSFileStoreType,
             NSStoreUUIDKey: opened.storeID,
@@ -374,6 +382,7 @@ public final class FileStore: PersistentStore {
         self.identifier = store.identifier
         self.recovery = store.recovery
         self.metadata = store.metadata
+        self.modelRecordSize = store.modelRecordSize
         self.state = Lock(state)
     }
 
@@ -461,7 +470,7 @@ public final class FileStore: PersistentStore {
             // The close record carries the live row counts (format 2), so that the next open
             // can answer an unfiltered count before it builds any row table.
             let counts = s.unapplied.isEmpty ? s.tables.mapValues { $0.rows.count } : s.closeCounts
-            let payload = s.formatVersion >= 2 ? counts.map(FileStoreFormat.encodeCounts) ?? [] : []
+            let payload = s.formatVersion >= 2 ? counts.map { FileStoreFormat.encodeCounts($0, numbering: s.numbering) } ?? [] : []
             let record = FileStoreFormat.record(.close, sequence: s.sequence, payload: payload, version: s.formatVersion)
             do {
                 if s.dirtyTail { try file.truncate(to: s.image.count) }
@@ -501,7 +510,7 @@ public final class FileStore: PersistentStore {
         // first read instead, the first predicate through a relationship paid for reading
         // every row of a large first save.
         if !s.derived.isReady, !derivedLayout.ends.isEmpty, s.tables.values.allSatisfy({ $0.rows.isEmpty }) {
-            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, path: path)
+            try s.derived.build(derivedLayout, tables: s.tables, image: s.image, numbering: s.numbering, path: path)
         }
     }
 

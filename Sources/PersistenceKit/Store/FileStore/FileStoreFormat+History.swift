@@ -42,7 +42,7 @@ extension FileStoreFormat {
         w.u32(UInt32(t.changes.count))
         for c in t.changes {
             w.u8(c.kind.rawValue)
-            w.i32(c.row.entity)
+            w.entity(c.row.entity)
             w.i64(c.row.primaryKey)
             w.u16(UInt16(c.updatedColumns.count))
             for column in c.updatedColumns { w.u16(UInt16(column)) }
@@ -102,7 +102,7 @@ extension FileStoreFormat {
                     r.position = changeAt
                     throw r.corrupt("unknown history change kind")
                 }
-                let entity = try r.i32()
+                let entity = try r.entity()
                 let pk = try r.i64()
                 guard entity >= 0, entity < shapes.entityCount, pk >= 1, pk < FileStore.maxPrimaryKey else {
                     r.position = changeAt

@@ -11,12 +11,13 @@ import Foundation
 /// ```
 /// From version 3, rows hold null in their derived to-many columns (see `DerivedEnds`).
 /// From version 4, transaction and checkpoint payloads may end with a history section, and
-/// history-deletion records may follow (see FileStoreFormat+History.swift).
+/// history-deletion records may follow (see FileStoreFormat+History.swift). From version 5,
+/// the first record describes the model (see FileStoreFormat+Model.swift).
 /// All integers are little-endian.
 enum FileStoreFormat {
     static let magic: [UInt8] = Array("PKSTORE".utf8) + [0]
     /// The version new files are written with.
-    static let version: UInt32 = 4
+    static let version: UInt32 = 5
     /// The oldest version this code reads (and appends to, with that version's checksum).
     static let oldestReadableVersion: UInt32 = 1
     static let headerSize = 64
@@ -37,6 +38,8 @@ enum FileStoreFormat {
         case close = 3
         /// Persistent history was deleted through a transaction (format 4): payload u64 token.
         case historyDeletion = 4
+        /// The model the rows are of (format 5): only as the first record; never applied.
+        case model = 5
     }
 
     enum Op: UInt8 {
@@ -76,7 +79,7 @@ enum FileStoreFormat {
         guard size >= headerSize else {
             throw FileStoreError(.truncated, path: path, offset: size, "the file ends inside its 64-byte header.")
         }
-        var r = ByteReader(buf, range: 8..<headerSize, path: path)
+        var r = ByteReader(buf, range: 8..<headerSize, path: path, numbering: nil)
         let version = try r.u32()
         // The checksum first: every format version keeps the version at byte 8 and the
         // header's checksum at byte 60, so a mismatch is damage whatever the version says.
@@ -107,10 +110,12 @@ enum FileStoreFormat {
 
     /// A clean-close payload (format 2): u16 entity count, then per entity i32 index and
     /// i64 live rows, in entity order.
-    static func encodeCounts(_ counts: [Int32: Int]) -> [UInt8] {
+    static func encodeCounts(_ counts: [Int32: Int], numbering: EntityNumbering?) -> [UInt8] {
         var w = ByteWriter(capacity: 2 + 12 * counts.count)
         w.u16(UInt16(counts.count))
-        for (entity, rows) in counts.sorted(by: { $0.key < $1.key }) {
+        // In ascending stored index order, as the format says.
+        let stored = counts.map { pair in (entity: numbering?.stored(pair.key) ?? pair.key, rows: pair.value) }
+        for (entity, rows) in stored.sorted(by: { $0.entity < $1.entity }) {
             w.i32(entity)
             w.i64(Int64(rows))
         }
@@ -122,7 +127,7 @@ enum FileStoreFormat {
         guard r.remaining > 0 else { return nil }
         var counts: [Int32: Int] = [:]
         for _ in 0..<Int(try r.u16()) {
-            let entity = try r.i32()
+            let entity = try r.entity()
             let rows = try r.i64()
             guard entity >= 0, entity < entityCount, rows >= 0, rows < 1 << 62, counts[entity] == nil else {
                 throw r.corrupt("the clean-close record's row counts are malformed")
@@ -280,13 +285,13 @@ enum FileStoreFormat {
             w.string(d.description)
         case let .reference(r):
             w.u8(Tag.reference.rawValue)
-            w.i32(r.entity)
+            w.entity(r.entity)
             w.i64(r.primaryKey)
         case let .references(rs):
             w.u8(Tag.references.rawValue)
             w.u32(UInt32(rs.count))
             for r in rs {
-                w.i32(r.entity)
+                w.entity(r.entity)
                 w.i64(r.primaryKey)
             }
         }
@@ -382,13 +387,13 @@ enum FileStoreFormat {
             }
             return .decimal(d)
         case .reference:
-            return .reference(StoreRowID(entity: try r.i32(), primaryKey: try r.i64()))
+            return .reference(StoreRowID(entity: try r.entity(), primaryKey: try r.i64()))
         case .references:
             let n = Int(try r.u32())
             try r.need(n * 12)
             var rows: [StoreRowID] = []
             rows.reserveCapacity(n)
-            for _ in 0..<n { rows.append(StoreRowID(entity: try r.i32(), primaryKey: try r.i64())) }
+            for _ in 0..<n { rows.append(StoreRowID(entity: try r.entity(), primaryKey: try r.i64())) }
             return .references(rows)
         }
     }

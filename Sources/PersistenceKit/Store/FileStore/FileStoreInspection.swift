@@ -116,6 +116,7 @@ extension FileStore {
                     report.closes += 1
                     report.endsWithClose = true
                 case .historyDeletion: report.historyDeletions += 1
+                case .model: break
                 case nil:
                     report.damage = (offset, "record kind \(kind) is not one this format has")
                     return

@@ -11,11 +11,19 @@ public let NSPostgreSQLStoreType = "PostgreSQL"
 /// Open it with a `postgresql://user@host:port/database` URL in a store description (or a
 /// libpq keyword string under ``connectionStringOptionKey``), after calling
 /// ``register()`` once. The store creates its tables from the model on first open: a table
-/// per entity (named after it) with a column per stored property, `_pk` and `_version`; to-one
-/// relationships as `bigint` key columns, to-many as `bigint[]` key lists; an index per
-/// indexed attribute and to-one; a deferred unique constraint per uniqueness constraint; and
-/// `_pk_metadata` (the store's identifier and the model's layout hash) and `_pk_keys` (the
-/// next primary key of each entity).
+/// per entity (named after it) with a column per stored property, `_pk` and `_version`. Each
+/// link is kept at its owning end only: to-one relationships as `bigint` key columns; the
+/// to-many end of a one-to-many has no column and is read from the destination's key column;
+/// an unordered many-to-many is a join table (`_pk_link_<Entity>_<relationship>`: `source`,
+/// `target`); an ordered to-many a `bigint[]` in its order. An index per indexed attribute
+/// and to-one; a deferred unique constraint per uniqueness constraint; `_pk_metadata` (the
+/// store's identifier, the model's layout hash and the layout version, see
+/// ``layoutVersionKey``) and `_pk_keys` (the next primary key of each entity). Loaded by a
+/// coordinator that allows migration, a store made with an older model version is migrated
+/// in place, in one transaction (see Docs/Migration.md).
+///
+/// A String value holding U+0000 cannot be stored (PostgreSQL `text` cannot hold it): such a
+/// save fails with ``PostgreSQLStoreError/Kind/textHoldsNUL(entity:attribute:primaryKey:)``.
 ///
 /// Every save is one transaction: rows it updates or deletes are locked (`FOR UPDATE`) and
 /// their `_version` compared with the version the context read, so an object another process
@@ -39,6 +47,10 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     public static let poolSizeOptionKey = "PostgreSQLPoolSize"
     /// The option that turns off listening for other processes' saves (`"false"`).
     public static let listensOptionKey = "PostgreSQLListens"
+    /// The metadata key (in ``metadata`` and the `_pk_metadata` table) of the version of
+    /// the store's table layout. A store of another layout version is refused on open with
+    /// ``PostgreSQLStoreError/Kind/unsupportedLayout(found:)``.
+    public static let layoutVersionKey = "PostgreSQLLayoutVersion"
 
     /// See ``PersistentStore``. The identifier recorded in the database when the store was
     /// created, so every process names objects alike.
@@ -66,45 +78,47 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// Registers the store type, so that descriptions with type ``NSPostgreSQLStoreType``
     /// open a PostgreSQL store. Safe to call more than once.
     public static func register() {
-        NSPersistentStoreCoordinator.registerStoreType(NSPostgreSQLStoreType) { url, options, model in
-            try PostgreSQLStore(url: url, options: options, model: model)
+        NSPersistentStoreCoordinator.registerStoreType(
+            NSPostgreSQLStoreType,
+            factory: { url, options, model in try PostgreSQLStore(url: url, options: options, model: model) },
+            migrator: { request in try SchemaMigration.migrate(request) })
+    }
+
+    /// The libpq connection string for `url` or `options`, and the server named for messages
+    /// (without the password).
+    ///
+    /// - Throws: ``PostgreSQLStoreError`` `.invalidURL` when neither names a server.
+    static func connectionInfo(url: URL?, options: [String: String]) throws(PostgreSQLStoreError) -> (conninfo: String, target: String) {
+        if let keywords = options[connectionStringOptionKey] {
+            return (keywords, redacted(keywords))
         }
+        guard let url, url.scheme == "postgresql" || url.scheme == "postgres" else {
+            throw PostgreSQLStoreError(
+                .invalidURL, target: url?.absoluteString ?? "no URL",
+                "a PostgreSQL store needs a postgresql:// URL (postgresql://user@host:5432/database) or a libpq "
+                    + "keyword string under the option \(connectionStringOptionKey).")
+        }
+        var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        shown?.password = nil
+        return (url.absoluteString, shown?.string ?? url.host ?? "PostgreSQL")
     }
 
     /// Opens the store at `url` (a `postgresql://` or `postgres://` URL), creating its
     /// tables from `model` when the database (schema) has none.
     ///
     /// - Throws: ``PostgreSQLStoreError`` (`.invalidURL`, `.connectionFailed`, `.query`,
-    ///   `.unsupportedModel`); a ``PersistenceKit/CoreDataError`` with code
+    ///   `.unsupportedModel`, `.unsupportedLayout` for a schema of another table layout); a
+    ///   ``PersistenceKit/CoreDataError`` with code
     ///   `.persistentStoreIncompatibleVersionHash` (134100) when the store was made with
-    ///   another model, as a file store's mismatch.
+    ///   another model, as a file store's mismatch (a coordinator then migrates the schema
+    ///   when the description allows it; see Docs/Migration.md).
     public init(url: URL?, options: [String: String] = [:], model: NSManagedObjectModel) throws {
-        let conninfo: String
-        let target: String
-        if let keywords = options[Self.connectionStringOptionKey] {
-            conninfo = keywords
-            target = Self.redacted(keywords)
-        } else if let url, url.scheme == "postgresql" || url.scheme == "postgres" {
-            conninfo = url.absoluteString
-            var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
-            shown?.password = nil
-            target = shown?.string ?? url.host ?? "PostgreSQL"
-        } else {
-            throw PostgreSQLStoreError(
-                .invalidURL, target: url?.absoluteString ?? "no URL",
-                "a PostgreSQL store needs a postgresql:// URL (postgresql://user@host:5432/database) or a libpq "
-                    + "keyword string under the option \(Self.connectionStringOptionKey).")
-        }
+        let (conninfo, target) = try Self.connectionInfo(url: url, options: options)
         self.url = url
-        self.schema = options[Self.schemaOptionKey] ?? "public"
+        let schema = options[Self.schemaOptionKey] ?? "public"
+        self.schema = schema
         self.support = StoreCommitSupport(model: model)
-        let sorted = model.entities.sorted { $0.name < $1.name }
-        var entityIndex: [String: Int32] = [:]
-        for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
-        let schema = self.schema
-        self.layouts = try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
-            try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
-        }
+        self.layouts = try TableLayout.all(of: model, schema: schema)
         self.statements = layouts.map(TableStatements.init)
         self.channel = Self.channel(for: schema)
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
@@ -117,6 +131,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             NSStoreUUIDKey: opened.identifier,
             PersistenceKitModelLayoutHashKey: opened.layoutHash,
             "ModelVersionHash": model.versionHashString,
+            Self.layoutVersionKey: opened.layoutVersion,
         ]
         if options[Self.listensOptionKey] != "false" {
             let listener = try RemoteChangeListener(store: self)

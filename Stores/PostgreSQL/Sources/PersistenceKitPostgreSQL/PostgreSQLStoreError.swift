@@ -22,6 +22,13 @@ public struct PostgreSQLStoreError: Error, CustomStringConvertible, Sendable, Eq
         case unsupportedModel
         /// The store was closed.
         case closed
+        /// A String attribute's value holds U+0000, which PostgreSQL `text` cannot hold;
+        /// nothing of the save was written. Keep such values in a Binary Data attribute.
+        case textHoldsNUL(entity: String, attribute: String, primaryKey: Int64)
+        /// The schema holds a store whose tables are laid out in another way than this
+        /// version of the store lays them out (see ``PostgreSQLStore/layoutVersionKey``). Stores
+        /// of another layout are not converted.
+        case unsupportedLayout(found: String)
     }
 
     /// Whether a save whose connection dropped while it committed is in the database.

@@ -108,19 +108,33 @@ struct RowLocks {
     mutating func lock(_ ids: [StoreRowID]) throws {
         if ids.isEmpty { return }
         var statements: [SQLStatement] = []
-        var layouts: [TableLayout] = []
+        // Each entity's rows come back in the result at this position.
+        var reads: [(layout: TableLayout, result: Int)] = []
         for (entity, keys) in Dictionary(grouping: ids, by: \.entity).sorted(by: { $0.key < $1.key }) {
             let t = try store.layout(entity)
             let sorted = Array(Set(keys.map(\.primaryKey))).sorted()
-            statements.append(
-                SQLStatement(
-                    sql: "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE",
-                    parameters: [.text(ValueCoding.array(sorted))], binary: true))
-            layouts.append(t)
+            let parameters: [SQLParameter] = [.text(ValueCoding.array(sorted))]
+            let select = "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\""
+            if t.derived.isEmpty {
+                statements.append(SQLStatement(sql: select + " FOR UPDATE", parameters: parameters, binary: true))
+            } else {
+                // A table with ends read from other tables is locked first and read by the next
+                // statement: a `FOR UPDATE` that waited for another commit rechecks the locked
+                // row but answers its subqueries as of its start, so one statement would miss
+                // the links that commit made and the commit would hand back a stale list. (The
+                // read starts after the lock is held: a pipeline runs its statements in order.)
+                statements.append(
+                    SQLStatement(
+                        sql: "SELECT 1 FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE",
+                        parameters: parameters))
+                statements.append(SQLStatement(sql: select, parameters: parameters, binary: true))
+            }
+            reads.append((t, statements.count - 1))
             for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
         }
         let results = try transaction.run(statements, waits: true)
-        for (t, r) in zip(layouts, results) {
+        for (t, index) in reads {
+            let r = results[index]
             for i in 0..<r.count {
                 let row = t.decodeRow(r, i)
                 rows[row.id] = row

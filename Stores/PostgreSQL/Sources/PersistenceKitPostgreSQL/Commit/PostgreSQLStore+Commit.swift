@@ -40,6 +40,7 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
+        try refuseNULText(in: transaction)
         var attempt = 0
         while true {
             attempt += 1
@@ -88,8 +89,8 @@ extension PostgreSQLStore {
             }
             var t = transaction
             try support.keepLinks(of: &t) { id in try rows.row(id) }
-            if tx.txid == nil && t.deletes.isEmpty && !t.inserts.contains(where: { support.hasLinks($0.id.entity) })
-                && !t.updates.contains(where: { support.hasLinks($0.id.entity) })
+            if tx.txid == nil && t.deletes.isEmpty && !t.inserts.contains(where: { !wholeCommits($0.id.entity) })
+                && !t.updates.contains(where: { !wholeCommits($0.id.entity) })
             {
                 // Nothing to lock or read first: the whole commit goes in one round trip.
                 return try commitWhole(t, tx)
@@ -114,6 +115,7 @@ extension PostgreSQLStore {
                 try c.execute("ROLLBACK")
                 return .conflicts(conflicts)
             }
+            try writeJoinedLinks(t, stored: rows, on: c)
             try tx.commit(notifying: notifyStatement(t, txid: tx.txid ?? ""))
             return committed(t)
         } catch let e as PostgreSQLStoreError where e.sqlState == "23505" {

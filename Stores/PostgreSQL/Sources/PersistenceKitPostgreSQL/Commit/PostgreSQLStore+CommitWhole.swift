@@ -30,6 +30,12 @@ extension PostgreSQLStore {
         return conflicts.isEmpty ? nil : .conflicts(conflicts)
     }
 
+    /// Whether rows of `entity` can be saved by ``commitWhole(_:_:)``: it has no links to
+    /// keep (no row to lock or read first) and no derived ends (no join rows to write).
+    func wholeCommits(_ entity: Int32) -> Bool {
+        !support.hasLinks(entity) && Int(entity) < layouts.count && layouts[Int(entity)].derived.isEmpty
+    }
+
     /// The rows of `updates` stored at another version than the one they expect (or gone),
     /// read in one round trip.
     private func updateConflicts(_ updates: [StoreRow], on c: PostgreSQLConnection) throws -> [StoreConflict] {

@@ -80,13 +80,21 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func giveBack(_ connection: PostgreSQLConnection) {
         condition.lock()
+        var dropped: [PostgreSQLConnection] = []
         if connection.isHealthy && !closed {
             idle.append(connection)
         } else {
             open -= 1
+            // A dropped connection most often means the server restarted: the idle ones are
+            // dead too, and each would fail its next borrower's statement (a read retries
+            // once only). Closed now, they are replaced by fresh connections when needed.
+            dropped = idle
+            idle = []
+            open -= dropped.count
         }
         condition.signal()
         condition.unlock()
+        withExtendedLifetime(dropped) {}
     }
 
     /// Closes the idle connections and refuses further borrowing.

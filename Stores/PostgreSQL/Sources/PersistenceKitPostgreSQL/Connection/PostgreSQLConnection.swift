@@ -22,9 +22,6 @@ final class PostgreSQLConnection: @unchecked Sendable {
     let handle: OpaquePointer
     /// Names of the statements prepared on this connection, by SQL text.
     var prepared: [String: String] = [:]
-    /// Set when a pipeline left the connection in a state no later statement can use (its
-    /// results not all read); the pool then closes it instead of lending it again.
-    var broken = false
     /// Where the connection goes, for messages (the password left out).
     let target: String
 
@@ -50,6 +47,12 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     deinit { PQfinish(handle) }
+
+    /// Set when a statement failed because the connection dropped, though libpq may still
+    /// report it open (a failed send leaves its status at OK), or when a pipeline left the
+    /// connection in a state no later statement can use (its results not all read): a
+    /// broken connection is not given back to the pool.
+    var broken = false
 
     /// Whether the connection is still up (false once the server went away).
     var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
@@ -169,6 +172,13 @@ final class PostgreSQLConnection: @unchecked Sendable {
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
         PQclear(result)
+        // An error without SQLSTATE comes from libpq, not the server: the connection failed
+        // (a write to a closed socket, "server closed the connection unexpectedly"). Class
+        // 08 (connection exception) and 57P01-57P03 (the server shutting down or restarting)
+        // end the connection too.
+        if state == nil || state?.hasPrefix("08") == true || ["57P01", "57P02", "57P03"].contains(state ?? "") {
+            broken = true
+        }
         let kind: PostgreSQLStoreError.Kind = isHealthy ? .query : .connectionLost
         throw PostgreSQLStoreError(kind, target: target, "\(message) (running: \(Self.head(sql)))", sqlState: state)
     }

@@ -140,5 +140,5 @@ extension PostgreSQLStore {
 
 extension TableLayout {
     /// ``selectList`` with each column under `alias`.
-    func qualifiedSelectList(_ alias: String) -> String { Self.selectList(columns, alias: alias) }
+    func qualifiedSelectList(_ alias: String) -> String { Self.selectList(columns, derived: derived, alias: alias, table: table) }
 }

@@ -11,9 +11,10 @@ import PersistenceKit
 /// optional semantics for nil, NaN unordered), `IN`, case- and diacritic-sensitive string
 /// tests (`==`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`), `&&`, `||`, `!`, key paths
 /// through to-ones (as left joins), `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
-/// to-many counts. Left to memory: case- or diacritic-insensitive and `MATCHES` string
-/// tests, comparisons of values of another kind than the column's, and what contains them
-/// under `!` or `ALL`.
+/// to-many counts (ends without a column, as `EXISTS` and `count(*)` subqueries on the
+/// owning end's column or join table). Left to memory: case- or diacritic-insensitive and
+/// `MATCHES` string tests, comparisons of values of another kind than the column's, and what
+/// contains them under `!` or `ALL`.
 struct SQLTranslator {
     let layouts: [TableLayout]
     private(set) var parameters: [SQLParameter] = []
@@ -110,6 +111,10 @@ struct SQLTranslator {
         case let .each(path, quantifier, inner):
             return each(path, quantifier, inner, &scope).map { Translated(sql: $0, exact: true) }
         case let .count(path, op, n):
+            if let (key, end) = derivedEnd(path, &scope) {
+                // Counted where the links are kept, not listed first.
+                return Translated(sql: "\(end.count(of: key)) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)
+            }
             guard let (expr, kind) = column(path, &scope), case .toMany = kind else { return nil }
             return Translated(sql: "COALESCE(cardinality(\(expr)), 0) \(sqlOperator(op)) \(bind(.text(String(n))))", exact: true)
         }
@@ -118,6 +123,26 @@ struct SQLTranslator {
     /// The column `path` reads, joining the to-ones it goes through; nil when a step is not
     /// a stored to-one or the property has no column.
     mutating func column(_ path: StorePath, _ scope: inout Scope) -> (String, ColumnKind)? {
+        guard let (alias, entity) = table(path, &scope) else { return nil }
+        if let end = layouts[Int(entity)].derivedEnd(path.property) {
+            // A derived end's keys, listed from the owning column (`= ANY` and `cardinality`
+            // read them as a stored list's).
+            return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))
+        }
+        guard let col = layouts[Int(entity)].column(path.property) else { return nil }
+        return ("\(alias).\(col.quoted)", col.kind)
+    }
+
+    /// The derived end `path` names, and the SQL key of the row it is read for, joining the
+    /// to-ones it goes through; nil when the property is not a derived end.
+    mutating func derivedEnd(_ path: StorePath, _ scope: inout Scope) -> (key: String, end: DerivedEnd)? {
+        guard let (alias, entity) = table(path, &scope), let end = layouts[Int(entity)].derivedEnd(path.property) else { return nil }
+        return ("\(alias).\"_pk\"", end)
+    }
+
+    /// The alias and entity of the table holding `path`'s property, joining the to-ones it
+    /// goes through; nil when a step is not a stored to-one.
+    private mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
         var alias = scope.alias
         var entity = scope.entity
         for (i, step) in path.through.enumerated() {
@@ -135,8 +160,7 @@ struct SQLTranslator {
             alias = next
             entity = destination
         }
-        guard let col = layouts[Int(entity)].column(path.property) else { return nil }
-        return ("\(alias).\(col.quoted)", col.kind)
+        return (alias, entity)
     }
 
     private func sqlOperator(_ op: StoreFilter.Condition.Operator) -> String {
@@ -229,12 +253,16 @@ struct SQLTranslator {
     }
 
     private mutating func each(_ path: StorePath, _ q: StoreQuantifier, _ inner: StorePredicate, _ scope: inout Scope) -> String? {
+        let derived = derivedEnd(path, &scope)
         guard let (expr, kind) = column(path, &scope), case let .toMany(destination) = kind else { return nil }
         var sub = newScope(destination)
         guard let t = predicate(inner, &sub, negated: q == .all), t.exact else { return nil }
         let test = q == .all ? "NOT (\(t.sql))" : "(\(t.sql))"
         let from = ([layouts[Int(destination)].table + " " + sub.alias] + sub.joins).joined(separator: " ")
-        let exists = "EXISTS (SELECT 1 FROM \(from) WHERE \(sub.alias).\"_pk\" = ANY(\(expr)) AND \(test))"
+        // A derived end's rows are those whose owning column links here: tested on them
+        // directly (an index lookup), not through a list of their keys.
+        let member = derived.map { $0.end.links(sub.alias, to: $0.key) } ?? "\(sub.alias).\"_pk\" = ANY(\(expr))"
+        let exists = "EXISTS (SELECT 1 FROM \(from) WHERE \(member) AND \(test))"
         return q == .any ? exists : "NOT \(exists)"
     }
 

@@ -13,6 +13,9 @@ struct SchemaBuilder {
     struct Opened {
         var identifier: String
         var layoutHash: String
+        /// The table layout's version (``LinkLayout/version``; empty: before versions were
+        /// recorded, every to-many end an array).
+        var layoutVersion: String
     }
 
     var metadataTable: String { "\(quote(schema)).\(quote("_pk_metadata"))" }
@@ -25,7 +28,8 @@ struct SchemaBuilder {
     ///   `.persistentStoreIncompatibleVersionHash` when the stored model hash differs.
     func open(in pool: ConnectionPool) throws -> Opened {
         try pool.withConnection { c in
-            // An existing store: one read, no lock (its metadata never changes once written).
+            // An existing store: one read, no lock. Its metadata changes only in a migration,
+            // which commits the new hash with the new tables: a read sees either whole.
             do {
                 let opened = try read(c)
                 try check(opened)
@@ -54,8 +58,11 @@ struct SchemaBuilder {
         }
     }
 
-    /// Throws the file store's mismatch error when the store was made with another model.
+    /// Throws the file store's mismatch error when the store was made with another model,
+    /// and ``PostgreSQLStoreError`` `.unsupportedLayout` when its tables are laid out in
+    /// another way than this build lays them out.
     private func check(_ opened: Opened) throws {
+        try Self.checkLayout(opened.layoutVersion, schema: schema, target: target)
         guard opened.layoutHash != support.modelLayoutHash else { return }
         let cause = PostgreSQLStoreError(
             .modelMismatch(storeHash: opened.layoutHash, modelHash: support.modelLayoutHash), target: target,
@@ -69,35 +76,111 @@ struct SchemaBuilder {
         let r = try c.execute("SELECT key, value FROM \(metadataTable)")
         var values: [String: String] = [:]
         for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
-        return Opened(identifier: values[NSStoreUUIDKey] ?? "", layoutHash: values[PersistenceKitModelLayoutHashKey] ?? "")
+        return Opened(
+            identifier: values[NSStoreUUIDKey] ?? "", layoutHash: values[PersistenceKitModelLayoutHashKey] ?? "",
+            layoutVersion: values[PostgreSQLStore.layoutVersionKey] ?? "")
+    }
+
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedLayout` unless `version` is the layout
+    /// this build reads and writes.
+    static func checkLayout(_ version: String, schema: String, target: String) throws(PostgreSQLStoreError) {
+        guard version != LinkLayout.version else { return }
+        let found = version.isEmpty ? "1" : version
+        let what = found == "1" ? "layout version 1 (every to-many end a key list)" : "layout version \(found)"
+        throw PostgreSQLStoreError(
+            .unsupportedLayout(found: found), target: target,
+            "schema \(schema) holds a store with table \(what), and this build reads only layout version "
+                + "\(LinkLayout.version) (links at their owning end: key columns and join tables); layouts are not "
+                + "converted: export the objects with the build that made the store, or destroy the store and load it again.")
     }
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {
-        for t in layouts {
-            let columns = ["\"_pk\" bigint PRIMARY KEY", "\"_version\" bigint NOT NULL"]
-                + t.columns.map { "\($0.quoted) \($0.kind.sqlType)" }
-            try c.execute("CREATE TABLE \(t.table) (\(columns.joined(separator: ", ")))")
-            for col in t.columns where col.indexed {
-                try c.execute("CREATE INDEX \(quote("pk_idx_\(t.entity)_\(col.property)")) ON \(t.table) (\(col.quoted))")
-            }
-            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated() {
-                let names = constraint.compactMap { t.column($0)?.quoted }
-                // Deferred to the commit: a save that swaps two rows' values is valid as a
-                // whole, though each single update would clash.
-                try c.execute(
-                    "ALTER TABLE \(t.table) ADD CONSTRAINT \(quote("pk_uq_\(t.entity)_\(k)")) UNIQUE (\(names.joined(separator: ", "))) "
-                        + "DEFERRABLE INITIALLY DEFERRED")
-            }
+        for t in layouts { try c.execute(Self.createTable(t)) }
+        for end in layouts.flatMap(\.derived) where end.ownsJoinTable {
+            for statement in Self.createJoinTable(end) { try c.execute(statement) }
         }
+        for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
         try c.execute("CREATE TABLE \(keysTable) (entity text PRIMARY KEY, next bigint NOT NULL)")
         for t in layouts {
             try c.execute("INSERT INTO \(keysTable) (entity, next) VALUES ($1, 1)", [.text(t.entityName)], prepare: false)
         }
         try c.execute("CREATE TABLE \(metadataTable) (key text PRIMARY KEY, value text NOT NULL)")
-        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash)
-        for (k, v) in [(NSStoreUUIDKey, opened.identifier), (PersistenceKitModelLayoutHashKey, opened.layoutHash)] {
+        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash, layoutVersion: LinkLayout.version)
+        let values = [
+            (NSStoreUUIDKey, opened.identifier), (PersistenceKitModelLayoutHashKey, opened.layoutHash),
+            (PostgreSQLStore.layoutVersionKey, opened.layoutVersion),
+        ]
+        for (k, v) in values {
             try c.execute("INSERT INTO \(metadataTable) (key, value) VALUES ($1, $2)", [.text(k), .text(v)], prepare: false)
         }
         return opened
     }
+
+    /// The statement that creates `t`'s table (without its indexes).
+    static func createTable(_ t: TableLayout) -> String {
+        let columns = ["\"_pk\" bigint PRIMARY KEY", "\"_version\" bigint NOT NULL"] + t.columns.map { "\($0.quoted) \($0.kind.sqlType)" }
+        return "CREATE TABLE \(t.table) (\(columns.joined(separator: ", ")))"
+    }
+
+    /// The statements that create the join table `end` (an owning end) writes: a row per
+    /// link, keyed by both rows, with an index led by the other row for reading the other end.
+    static func createJoinTable(_ end: DerivedEnd) -> [String] {
+        [
+            "CREATE TABLE \(end.table) (\"source\" bigint NOT NULL, \"target\" bigint NOT NULL, PRIMARY KEY (\"source\", \"target\"))",
+            // On both, the other row first: the other end's list is read from it alone.
+            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\"target\", \"source\")",
+        ]
+    }
+
+    /// The indexes and uniqueness constraints a store of these layouts has: an index per
+    /// indexed column, a deferred unique constraint per uniqueness constraint.
+    static func indexes(of layouts: [TableLayout], support: StoreCommitSupport) -> [StoreIndex] {
+        var all: [StoreIndex] = []
+        for t in layouts {
+            for col in t.columns where col.indexed {
+                // A to-one's index also holds the row's key: the other end's list is then read
+                // from the index alone, in key order (an index-only scan, no sort; 800 shelves
+                // with their 20,000 books' keys: 14 ms → 5 ms).
+                let columns = if case .toOne = col.kind { [col.name, "_pk"] } else { [col.name] }
+                all.append(StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)", table: t.entityName, columns: columns, unique: false))
+            }
+            // A key list that a derived end is read from: a GIN index serves its `@>` test.
+            let listed = Set(layouts.flatMap { $0.derived.filter { $0.source == .list && $0.destination == t.entity }.map(\.match) })
+            for col in t.columns where listed.contains(col.name) {
+                all.append(
+                    StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)_gin", table: t.entityName, columns: [col.name], unique: false))
+            }
+            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated() {
+                let names = constraint.compactMap { t.column($0)?.name }
+                all.append(StoreIndex(name: "pk_uq_\(t.entity)_\(k)", table: t.entityName, columns: names, unique: true))
+            }
+        }
+        return all
+    }
+}
+
+/// An index or uniqueness constraint the store made: its name (unique in the schema, as
+/// PostgreSQL names a constraint's index after it), table and columns, unquoted.
+struct StoreIndex: Hashable {
+    let name: String
+    let table: String
+    let columns: [String]
+    /// A deferred unique constraint rather than a plain index.
+    let unique: Bool
+
+    /// The statement that creates it in `schema`.
+    func createStatement(schema: String) -> String {
+        let table = "\(quote(schema)).\(quote(self.table))"
+        let list = columns.map(quote).joined(separator: ", ")
+        if unique {
+            // Deferred to the commit: a save that swaps two rows' values is valid as a
+            // whole, though each single update would clash.
+            return "ALTER TABLE \(table) ADD CONSTRAINT \(quote(name)) UNIQUE (\(list)) DEFERRABLE INITIALLY DEFERRED"
+        }
+        return "CREATE INDEX \(quote(name)) ON \(table) \(isGIN ? "USING gin " : "")(\(list))"
+    }
+
+    /// Whether it is a GIN index (on a key list a derived end is read from): its name ends
+    /// in `_gin`, so that a migration, which finds the store's indexes by name, tells it apart.
+    var isGIN: Bool { !unique && name.hasSuffix("_gin") }
 }

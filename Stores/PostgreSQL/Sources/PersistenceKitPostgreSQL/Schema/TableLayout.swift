@@ -6,7 +6,9 @@ enum ColumnKind: Sendable, Equatable {
     case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, uri
     /// A to-one relationship: the destination row's primary key.
     case toOne(destination: Int32)
-    /// A to-many relationship: the destination rows' primary keys, ascending (`bigint[]`).
+    /// A to-many relationship kept in its row (ordered, its own inverse, or without an
+    /// inverse; see ``LinkLayout``): the destination rows' primary keys (`bigint[]`), in the
+    /// relationship's order (ascending when unordered).
     case toMany(destination: Int32)
 
     /// The column's SQL type.
@@ -41,6 +43,8 @@ enum ColumnKind: Sendable, Equatable {
 struct Column: Sendable {
     /// The property's index in its entity.
     let property: Int
+    /// The property's name (the column's name).
+    let name: String
     /// The property's name, quoted as an SQL identifier.
     let quoted: String
     let kind: ColumnKind
@@ -55,8 +59,16 @@ struct TableLayout: Sendable {
     let entityName: String
     /// The table, schema-qualified and quoted.
     let table: String
-    /// The stored properties' columns, in property order (transient properties have none).
+    /// The stored properties' columns, in property order (transient properties and derived
+    /// to-many ends have none).
     let columns: [Column]
+    /// The derived to-many ends (see ``LinkLayout``), in property order: read with a
+    /// subquery after the columns, never written.
+    let derived: [DerivedEnd]
+    /// The derived end of each property (nil for the rest).
+    let derivedOfProperty: [Int?]
+    /// Whether some column holds strings (saves check those for U+0000).
+    let hasStringColumns: Bool
     /// The number of the entity's properties (stored rows hold one value per property).
     let propertyCount: Int
     /// The column of each property (nil for transient properties).
@@ -64,14 +76,27 @@ struct TableLayout: Sendable {
     /// `"_pk", "_version", …` for INSERT.
     let columnList: String
     /// The same for SELECT, in binary form: numerics and key lists cast to text (their
-    /// binary forms are PostgreSQL's internal layouts).
+    /// binary forms are PostgreSQL's internal layouts), then each derived end's keys, for
+    /// a query whose FROM names the table unaliased.
     let selectList: String
+
+    /// The layouts of every entity of `model`, in entity order (entities sorted by name).
+    static func all(of model: NSManagedObjectModel, schema: String) throws(PostgreSQLStoreError) -> [TableLayout] {
+        let sorted = model.entities.sorted { $0.name < $1.name }
+        var entityIndex: [String: Int32] = [:]
+        for (i, e) in sorted.enumerated() { entityIndex[e.name] = Int32(i) }
+        return try sorted.enumerated().map { i, e throws(PostgreSQLStoreError) in
+            try TableLayout(entity: e, index: Int32(i), schema: schema, entityIndex: entityIndex)
+        }
+    }
 
     init(entity: NSEntityDescription, index: Int32, schema: String, entityIndex: [String: Int32]) throws(PostgreSQLStoreError) {
         self.entity = index
         self.entityName = entity.name
         self.table = "\(quote(schema)).\(quote(entity.name))"
         var columns: [Column] = []
+        var derived: [DerivedEnd] = []
+        var derivedOfProperty: [Int: Int] = [:]
         var byProperty: [Int?] = []
         for (i, p) in entity.properties.enumerated() {
             if p.isTransient {
@@ -101,6 +126,12 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
+                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema) {
+                    derivedOfProperty[i] = derived.count
+                    derived.append(end)
+                    byProperty.append(nil)
+                    continue
+                }
                 kind = r.isToMany ? .toMany(destination: di) : .toOne(destination: di)
                 indexed = !r.isToMany
             } else {
@@ -108,17 +139,21 @@ struct TableLayout: Sendable {
                     .unsupportedModel, target: schema, "property \(entity.name).\(p.name) has no destination entity in the model.")
             }
             byProperty.append(columns.count)
-            columns.append(Column(property: i, quoted: quote(p.name), kind: kind, indexed: indexed))
+            columns.append(Column(property: i, name: p.name, quoted: quote(p.name), kind: kind, indexed: indexed))
         }
         self.columns = columns
+        self.derived = derived
+        self.derivedOfProperty = entity.properties.indices.map { derivedOfProperty[$0] }
+        self.hasStringColumns = columns.contains { $0.kind == .string }
         self.columnOfProperty = byProperty
         self.propertyCount = entity.properties.count
         self.columnList = (["\"_pk\"", "\"_version\""] + columns.map(\.quoted)).joined(separator: ", ")
-        self.selectList = Self.selectList(columns, alias: nil)
+        self.selectList = Self.selectList(columns, derived: derived, alias: nil, table: table)
     }
 
-    /// The select list for rows decoded by ``decodeRow(_:_:skip:)``, columns under `alias`.
-    static func selectList(_ columns: [Column], alias: String?) -> String {
+    /// The select list for rows decoded by ``decodeRow(_:_:skip:)``, columns under `alias`
+    /// (none: under the table's name, `table`).
+    static func selectList(_ columns: [Column], derived: [DerivedEnd], alias: String?, table: String) -> String {
         let prefix = alias.map { $0 + "." } ?? ""
         let values = columns.map { c -> String in
             switch c.kind {
@@ -126,7 +161,35 @@ struct TableLayout: Sendable {
             default: prefix + c.quoted
             }
         }
-        return (["\(prefix)\"_pk\"", "\(prefix)\"_version\""] + values).joined(separator: ", ")
+        // The subquery names the outer row's key in full: unaliased, the table's own name.
+        let key = (alias ?? table) + ".\"_pk\""
+        let lists = derived.map { $0.keys(of: key) + "::text" }
+        return (["\(prefix)\"_pk\"", "\(prefix)\"_version\""] + values + lists).joined(separator: ", ")
+    }
+
+    /// The end `r` (property `i` of `entity`) when it has no column (see ``LinkLayout``).
+    private static func derivedEnd(
+        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String
+    ) -> DerivedEnd? {
+        guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
+        func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
+            let name = LinkLayout.joinTableName(owner: owner.entity?.name ?? ownerEntity, relationship: owner.name)
+            return DerivedEnd(
+                property: i, name: r.name, destination: di, source: .join(owns: owns), table: "\(quote(schema)).\(quote(name))",
+                tableName: name, match: owns ? "source" : "target", listed: owns ? "target" : "source")
+        }
+        if LinkLayout.isJoined(r, of: entity) { return joined(owner: r, ownerEntity: entity.name, owns: true) }
+        guard LinkLayout.isDerived(r, of: entity) else { return nil }
+        if LinkLayout.isJoined(inverse, of: d) { return joined(owner: inverse, ownerEntity: d.name, owns: false) }
+        return DerivedEnd(
+            property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
+            table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
+    }
+
+    /// The derived end of property `i`, or nil when it has a column, is not a relationship
+    /// or is out of range.
+    func derivedEnd(_ i: Int) -> DerivedEnd? {
+        i >= 0 && i < derivedOfProperty.count ? derivedOfProperty[i].map { derived[$0] } : nil
     }
 
     /// The column of property `i`, or nil when it is transient or out of range.
@@ -142,6 +205,9 @@ struct TableLayout: Sendable {
         for p in 0..<propertyCount {
             if let c = columnOfProperty[p] {
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
+            } else if let k = derivedOfProperty[p] {
+                let kind = ColumnKind.toMany(destination: derived[k].destination)
+                values.append(ValueCoding.decodeBinary(result, index, skip + 2 + columns.count + k, kind))
             } else {
                 values.append(.null)
             }

@@ -19,8 +19,26 @@ struct SchemaTests {
         second.close()
     }
 
-    @Test("Opening with another model is the file store's mismatch error (134100)")
+    @Test("Opening with another model, migration off, is the file store's mismatch error (134100)")
     func mismatchedModel() async throws {
+        let model = try Models.bookshelf()
+        let schema = TestServer.freshSchema()
+        defer { TestServer.drop(schema, model: model) }
+        _ = try await TestServer.container(model: model, schema: schema)
+        let other = try NSManagedObjectModel(managedObjectClasses: [Shelf.self, Book.self, Author.self])
+        let error = await #expect(throws: CoreDataError.self) {
+            _ = try await SchemaMigrationTests.load(other, schema: schema, migrate: false)
+        }
+        #expect(error?.code == .persistentStoreIncompatibleVersionHash)
+        let cause = error?.underlying as? PostgreSQLStoreError
+        guard case .modelMismatch? = cause?.kind else {
+            Issue.record("expected a modelMismatch cause, got \(String(describing: error?.underlying))")
+            return
+        }
+    }
+
+    @Test("Opening with another model whose old version is unknown, migration on, is the missing source model error")
+    func mismatchedModelWithoutVersions() async throws {
         let model = try Models.bookshelf()
         let schema = TestServer.freshSchema()
         defer { TestServer.drop(schema, model: model) }
@@ -29,10 +47,9 @@ struct SchemaTests {
         let error = await #expect(throws: CoreDataError.self) {
             _ = try await TestServer.container(model: other, schema: schema)
         }
-        #expect(error?.code == .persistentStoreIncompatibleVersionHash)
-        let cause = error?.underlying as? PostgreSQLStoreError
-        guard case .modelMismatch? = cause?.kind else {
-            Issue.record("expected a modelMismatch cause, got \(String(describing: error?.underlying))")
+        #expect(error?.code == .migrationMissingSourceModel)
+        guard case .missingSourceModel? = (error?.underlying as? MigrationError)?.kind else {
+            Issue.record("expected a missingSourceModel cause, got \(String(describing: error?.underlying))")
             return
         }
     }
