@@ -50,7 +50,7 @@ extension PostgreSQLStore {
                 // Aborted by PostgreSQL for another transaction's sake: nothing was written.
             } catch let e as PostgreSQLStoreError where e.kind == .connectionLost && attempt < 3 {
                 // The connection was gone before the transaction began (`commitOnce` turns a
-                // drop after that into `connectionLostDuringCommit`): nothing was sent, so a
+                // drop after that into `connectionLostDuringCommit`): nothing of it ran, so a
                 // fresh connection runs it.
             }
         }
@@ -60,7 +60,9 @@ extension PostgreSQLStore {
     /// time it was looked at).
     ///
     /// Round trips: `BEGIN` with the first statements (the row locks, or else all writes),
-    /// the writes (when locks came first), then `NOTIFY` with `COMMIT`.
+    /// the writes (when locks came first), the join rows of changed many-to-manys, then
+    /// `NOTIFY` with `COMMIT`; a save with nothing to lock, read or join is one round trip
+    /// (``commitWhole(_:_:)``).
     private func commitOnce(_ transaction: StoreTransaction, on c: PostgreSQLConnection) throws -> StoreCommitResult? {
         let tx = CommitTransaction(connection: c)
         do {
