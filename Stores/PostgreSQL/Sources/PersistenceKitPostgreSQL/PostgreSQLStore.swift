@@ -67,6 +67,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     let pool: ConnectionPool
     let schema: String
     let layouts: [TableLayout]
+    /// The per-row statements of each table, by entity index.
+    let statements: [TableStatements]
     let support: StoreCommitSupport
     /// The channel commits notify on (one per schema).
     let channel: String
@@ -119,6 +121,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         self.schema = schema
         self.support = StoreCommitSupport(model: model)
         self.layouts = try TableLayout.all(of: model, schema: schema)
+        self.statements = layouts.map(TableStatements.init)
         self.channel = Self.channel(for: schema)
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
         self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)

@@ -8,6 +8,11 @@
 //   PK_POSTGRES_URL=postgresql://… swift run -c release --package-path Stores/PostgreSQL PostgreSQLBenchmarks [N=100000]
 //   … PostgreSQLBenchmarks scaling [seconds=3]
 //
+// PK_BENCH_LISTENS=false opens the store without its listening connection (no merges of
+// other processes' saves), to show what receiving its own commits' notifications costs a
+// save. A second table gives the two fetches at the store's level (`PersistentStore.fetchRows`
+// called directly: rows, no objects), which splits the object API's cost from the store's.
+//
 // `writer` and `stress` are the child processes of `scaling` and of the store's
 // multi-process test (see Stress.swift).
 
@@ -54,6 +59,18 @@ default:
         let b = best(raw, key)
         let fmt = unit == "µs" ? "%.0f µs" : "%.3f s"
         print("| \(name) | \(String(format: fmt, a)) | \(String(format: fmt, b)) | \(String(format: "%.2fx", a / b)) |")
+    }
+    print("")
+    print("The two fetches at the store's level (PersistentStore.fetchRows: rows decoded, no objects made)")
+    print("| workload | store rows | raw libpq | ratio |")
+    print("|---|---:|---:|---:|")
+    for (name, key, rawKey) in [
+        ("100 indexed fetches", { (f: Figures) in f.indexedStoreFetch }, { (f: Figures) in f.indexedFetch }),
+        ("filtered scan", { (f: Figures) in f.scanStoreFetch }, { (f: Figures) in f.scanFetch }),
+    ] {
+        let a = best(ours, key)
+        let b = best(raw, rawKey)
+        print("| \(name) | \(String(format: "%.3f s", a)) | \(String(format: "%.3f s", b)) | \(String(format: "%.2fx", a / b)) |")
     }
     if let o = ours.last, let r = raw.last, o.indexedRows != r.indexedRows || o.scanRows != r.scanRows || o.reopenedRows != r.reopenedRows {
         print("row counts differ: ours \(o.indexedRows)/\(o.scanRows)/\(o.reopenedRows), raw \(r.indexedRows)/\(r.scanRows)/\(r.reopenedRows)")

@@ -50,7 +50,7 @@ extension PostgreSQLStore {
                 // Aborted by PostgreSQL for another transaction's sake: nothing was written.
             } catch let e as PostgreSQLStoreError where e.kind == .connectionLost && attempt < 3 {
                 // The connection was gone before the transaction began (`commitOnce` turns a
-                // drop after that into `connectionLostDuringCommit`): nothing was sent, so a
+                // drop after that into `connectionLostDuringCommit`): nothing of it ran, so a
                 // fresh connection runs it.
             }
         }
@@ -58,15 +58,18 @@ extension PostgreSQLStore {
 
     /// One attempt; nil when it must be run again (a uniqueness clash that was gone by the
     /// time it was looked at).
+    ///
+    /// Round trips: `BEGIN` with the first statements (the row locks, or else all writes),
+    /// the writes (when locks came first), the join rows of changed many-to-manys, then
+    /// `NOTIFY` with `COMMIT`; a save with nothing to lock, read or join is one round trip
+    /// (``commitWhole(_:_:)``).
     private func commitOnce(_ transaction: StoreTransaction, on c: PostgreSQLConnection) throws -> StoreCommitResult? {
-        // A drop here is reported as is (`connectionLost`): no statement of the save ran.
-        let txid = try c.execute("BEGIN; SELECT txid_current()").text(0, 0)
-        var commitSent = false
+        let tx = CommitTransaction(connection: c)
         do {
             // Rows of entities with links are locked and read first: keeping the links needs
             // their stored values. The others are checked by the writes themselves
             // (`… WHERE "_pk" = $1 AND "_version" = $2`), one statement each, no read.
-            var rows = RowLocks(store: self, connection: c)
+            var rows = RowLocks(store: self, transaction: tx)
             try rows.lock(
                 transaction.updates.lazy.map(\.id).filter { self.support.hasLinks($0.entity) }
                     + transaction.deletes.lazy.map(\.id).filter { self.support.hasLinks($0.entity) })
@@ -88,34 +91,35 @@ extension PostgreSQLStore {
             }
             var t = transaction
             try support.keepLinks(of: &t) { id in try rows.row(id) }
-            try writeInserts(t.inserts, on: c)
-            for row in t.updates {
+            if tx.txid == nil && t.deletes.isEmpty && !t.inserts.contains(where: { !wholeCommits($0.id.entity) })
+                && !t.updates.contains(where: { !wholeCommits($0.id.entity) })
+            {
+                // Nothing to lock or read first: the whole commit goes in one round trip.
+                return try commitWhole(t, tx)
+            }
+            // Every write in one round trip (with `BEGIN` when nothing was locked above).
+            var statements = try insertStatements(t.inserts)
+            let firstUpdate = statements.count
+            for row in t.updates { statements.append(try updateStatement(row)) }
+            let firstDelete = statements.count
+            let deletes = try deleteStatements(t.deletes)
+            statements += deletes.map(\.statement)
+            let results = try tx.run(statements)
+            for (k, row) in t.updates.enumerated() where results[firstUpdate + k].affected != 1 {
                 // Rows read above (linked, and those keeping links reached) are locked at the
                 // version read: their write cannot miss.
-                if !(try writeUpdate(row, on: c)) {
-                    conflicts.append(StoreConflict(id: row.id, expectedVersion: row.version, current: try fetchRow(row.id, on: c)))
-                }
+                conflicts.append(StoreConflict(id: row.id, expectedVersion: row.version, current: try fetchRow(row.id, on: c)))
             }
-            conflicts += try writeDeletes(t.deletes, on: c)
+            for (k, d) in deletes.enumerated() {
+                conflicts += try deleteConflicts(d.group, removed: results[firstDelete + k], on: c)
+            }
             if !conflicts.isEmpty {
                 try c.execute("ROLLBACK")
                 return .conflicts(conflicts)
             }
             try writeJoinedLinks(t, stored: rows, on: c)
-            try notify(t, txid: txid, on: c)
-            commitSent = true
-            try c.execute("COMMIT")
-            var committed: [StoreRow] = []
-            committed.reserveCapacity(t.inserts.count + t.updates.count)
-            for var row in t.inserts {
-                row.version = 1
-                committed.append(row)
-            }
-            for var row in t.updates {
-                row.version += 1
-                committed.append(row)
-            }
-            return .committed(committed)
+            try tx.commit(notifying: notifyStatement(t, txid: tx.txid ?? ""))
+            return committed(t)
         } catch let e as PostgreSQLStoreError where e.sqlState == "23505" {
             // A deferred unique constraint refused the commit: nothing was written. Report
             // the clashes as the other stores do, read as the database holds them now.
@@ -125,7 +129,10 @@ extension PostgreSQLStore {
                 stored: { id in try self.fetchRow(id, on: c) })
             return clashes.isEmpty ? nil : .constraintConflicts(clashes)
         } catch let e as PostgreSQLStoreError where e.kind == .connectionLost {
-            throw try lostDuringCommit(e, txid: txid, commitSent: commitSent)
+            // Before the transaction's ID came back it had not begun on the server's side as
+            // far as this process knows, and nothing was committed: `commit` runs it again.
+            guard tx.txid != nil || tx.commitSent else { throw e }
+            throw try lostDuringCommit(e, txid: tx.txid, commitSent: tx.commitSent)
         } catch {
             // Also for deadlocks and serialization failures, which `commit` runs again.
             if c.isHealthy { _ = try? c.execute("ROLLBACK") }
@@ -135,12 +142,12 @@ extension PostgreSQLStore {
 
     /// The error for a connection that dropped during a commit, saying whether it committed:
     /// before `COMMIT` was sent it cannot have; after, the server is asked on a new
-    /// connection (`txid_status`).
-    private func lostDuringCommit(_ e: PostgreSQLStoreError, txid: String, commitSent: Bool) throws -> PostgreSQLStoreError {
+    /// connection (`txid_status`), when the transaction's ID came back before the drop.
+    private func lostDuringCommit(_ e: PostgreSQLStoreError, txid: String?, commitSent: Bool) throws -> PostgreSQLStoreError {
         var outcome: PostgreSQLStoreError.CommitOutcome = .notCommitted
         if commitSent {
             outcome = .unknown
-            if let fresh = try? pool.makeConnection(),
+            if let txid, let fresh = try? pool.makeConnection(),
                 let status = try? fresh.execute("SELECT txid_status($1)", [.text(txid)], prepare: false), status.count == 1
             {
                 switch status.text(0, 0) {
@@ -163,14 +170,15 @@ extension PostgreSQLStore {
 
     // MARK: Writing
 
-    /// Inserts rows at version 1, many per statement.
-    private func writeInserts(_ inserts: [StoreRow], on c: PostgreSQLConnection) throws {
+    /// The statements inserting `inserts` at version 1, many rows per statement.
+    func insertStatements(_ inserts: [StoreRow]) throws -> [SQLStatement] {
         var byEntity: [Int32: [StoreRow]] = [:]
         var order: [Int32] = []
         for row in inserts {
             if byEntity[row.id.entity] == nil { order.append(row.id.entity) }
             byEntity[row.id.entity, default: []].append(row)
         }
+        var statements: [SQLStatement] = []
         for entity in order {
             let t = try layout(entity)
             let rows = byEntity[entity] ?? []
@@ -190,44 +198,54 @@ extension PostgreSQLStore {
                     for col in t.columns { parameters.append(try encode(row, col, t)) }
                 }
                 let sql = "INSERT INTO \(t.table) (\(t.columnList)) VALUES " + tuples.joined(separator: ", ")
-                try c.execute(sql, parameters, prepare: part.count == chunk || part.count == 1)
+                statements.append(SQLStatement(sql: sql, parameters: parameters, prepare: part.count == chunk || part.count == 1))
                 start += chunk
             }
         }
+        return statements
     }
 
-    /// Writes `row` over the stored one at the next version, if the stored one is at the
-    /// version `row` expects; false when it is not (or is gone).
-    private func writeUpdate(_ row: StoreRow, on c: PostgreSQLConnection) throws -> Bool {
+    /// The statement writing `row` over the stored one at the next version, if the stored
+    /// one is at the version `row` expects: it changes one row, or none when the stored row
+    /// is at another version (or gone).
+    func updateStatement(_ row: StoreRow, checked: Bool = false) throws -> SQLStatement {
         let t = try layout(row.id.entity)
         var parameters: [SQLParameter] = [.text(String(row.id.primaryKey))]
         parameters.reserveCapacity(t.columns.count + 2)
         for col in t.columns { parameters.append(try encode(row, col, t)) }
         parameters.append(.text(String(row.version)))
-        let n = t.columns.count
-        let sets = t.columns.enumerated().map { "\($1.quoted) = $\($0 + 2)" } + ["\"_version\" = $\(n + 2) + 1"]
-        let sql = "UPDATE \(t.table) SET \(sets.joined(separator: ", ")) WHERE \"_pk\" = $1 AND \"_version\" = $\(n + 2)"
-        return try c.execute(sql, parameters).affected == 1
+        let sql = checked ? statements[Int(row.id.entity)].checkedUpdate : statements[Int(row.id.entity)].update
+        return SQLStatement(sql: sql, parameters: parameters)
     }
 
-    /// Deletes the rows at the versions expected, one statement per entity; returns the
-    /// conflicts: rows stored at another version. (A row already gone is no conflict.)
-    private func writeDeletes(_ deletes: [(id: StoreRowID, expectedVersion: Int64)], on c: PostgreSQLConnection) throws
-        -> [StoreConflict]
+    /// The statements deleting rows at the versions expected, one per entity, each returning
+    /// the keys it removed.
+    private func deleteStatements(_ deletes: [(id: StoreRowID, expectedVersion: Int64)]) throws
+        -> [(statement: SQLStatement, group: [(id: StoreRowID, expectedVersion: Int64)])]
     {
-        var conflicts: [StoreConflict] = []
-        for (entity, group) in Dictionary(grouping: deletes, by: \.id.entity).sorted(by: { $0.key < $1.key }) {
+        try Dictionary(grouping: deletes, by: \.id.entity).sorted(by: { $0.key < $1.key }).map { entity, group in
             let t = try layout(entity)
-            let r = try c.execute(
-                "DELETE FROM \(t.table) WHERE (\"_pk\", \"_version\") IN (SELECT * FROM unnest($1::bigint[], $2::bigint[])) "
+            let statement = SQLStatement(
+                sql: "DELETE FROM \(t.table) WHERE (\"_pk\", \"_version\") IN (SELECT * FROM unnest($1::bigint[], $2::bigint[])) "
                     + "RETURNING \"_pk\"",
-                [.text(ValueCoding.array(group.map(\.id.primaryKey))), .text(ValueCoding.array(group.map(\.expectedVersion)))])
-            if r.count == Set(group.map(\.id)).count { continue }
-            let removed = Set((0..<r.count).map { r.int64($0, 0) })
-            for d in group where !removed.contains(d.id.primaryKey) {
-                if let current = try fetchRow(d.id, on: c) {
-                    conflicts.append(StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: current))
-                }
+                parameters: [
+                    .text(ValueCoding.array(group.map(\.id.primaryKey))), .text(ValueCoding.array(group.map(\.expectedVersion))),
+                ])
+            return (statement, group)
+        }
+    }
+
+    /// The conflicts of a delete statement: rows of `group` it did not remove that are stored
+    /// at another version. (A row already gone is no conflict.)
+    private func deleteConflicts(
+        _ group: [(id: StoreRowID, expectedVersion: Int64)], removed r: PostgreSQLResult, on c: PostgreSQLConnection
+    ) throws -> [StoreConflict] {
+        if r.count == Set(group.map(\.id)).count { return [] }
+        var conflicts: [StoreConflict] = []
+        let removed = Set((0..<r.count).map { r.int64($0, 0) })
+        for d in group where !removed.contains(d.id.primaryKey) {
+            if let current = try fetchRow(d.id, on: c) {
+                conflicts.append(StoreConflict(id: d.id, expectedVersion: d.expectedVersion, current: current))
             }
         }
         return conflicts
@@ -259,41 +277,4 @@ extension PostgreSQLStoreError {
     /// Whether PostgreSQL aborted the transaction only because of another one (deadlock,
     /// serialization failure), so that running it again may succeed.
     var isRetryable: Bool { sqlState == "40P01" || sqlState == "40001" }
-}
-
-/// The rows a commit has locked (`SELECT … FOR UPDATE`), read once each.
-struct RowLocks {
-    let store: PostgreSQLStore
-    let connection: PostgreSQLConnection
-    private var rows: [StoreRowID: StoreRow?] = [:]
-
-    init(store: PostgreSQLStore, connection: PostgreSQLConnection) {
-        self.store = store
-        self.connection = connection
-    }
-
-    /// Locks and reads `ids`, entity by entity in key order (one order for every process,
-    /// which keeps deadlocks between two commits rare).
-    mutating func lock(_ ids: [StoreRowID]) throws {
-        for (entity, keys) in Dictionary(grouping: ids, by: \.entity).sorted(by: { $0.key < $1.key }) {
-            let t = try store.layout(entity)
-            let sorted = Array(Set(keys.map(\.primaryKey))).sorted()
-            let r = try lockAndRead(t, ValueCoding.array(sorted))
-            for pk in sorted { rows[StoreRowID(entity: entity, primaryKey: pk)] = .some(nil) }
-            for i in 0..<r.count {
-                let row = t.decodeRow(r, i)
-                rows[row.id] = row
-            }
-        }
-    }
-
-    /// A row already locked (nil when it is missing or not read).
-    func known(_ id: StoreRowID) -> StoreRow? { rows[id] ?? nil }
-
-    /// The row, locked and read on first use.
-    mutating func row(_ id: StoreRowID) throws -> StoreRow? {
-        if let known = rows[id] { return known }
-        try lock([id])
-        return rows[id] ?? nil
-    }
 }

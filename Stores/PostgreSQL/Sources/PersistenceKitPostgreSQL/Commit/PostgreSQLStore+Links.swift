@@ -90,18 +90,3 @@ extension StoreRow {
     /// The value of property `i`; `.null` past the row's end.
     func value(_ i: Int) -> StoreValue { i < values.count ? values[i] : .null }
 }
-
-extension RowLocks {
-    /// Locks the rows of `t` with the keys `keys` (a `bigint[]` literal) and reads them.
-    ///
-    /// A table with ends read from other tables is locked first and read in a second
-    /// statement: a `FOR UPDATE` that waited for another commit rechecks the locked row but
-    /// answers its subqueries as of its start, so one statement would miss the links that
-    /// commit made (a book it put on the shelf) and the commit would hand back a stale list.
-    func lockAndRead(_ t: TableLayout, _ keys: String) throws -> PostgreSQLResult {
-        let select = "SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\""
-        if t.derived.isEmpty { return try connection.execute(select + " FOR UPDATE", [.text(keys)], binary: true) }
-        try connection.execute("SELECT 1 FROM \(t.table) WHERE \"_pk\" = ANY($1::bigint[]) ORDER BY \"_pk\" FOR UPDATE", [.text(keys)])
-        return try connection.execute(select, [.text(keys)], binary: true)
-    }
-}

@@ -19,9 +19,9 @@ enum SQLParameter: Sendable {
 final class PostgreSQLConnection: @unchecked Sendable {
     // @unchecked Sendable: one borrower at a time (see the type's comment); libpq allows a
     // PGconn to move between threads as long as two threads never use it at once.
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
     /// Names of the statements prepared on this connection, by SQL text.
-    private var prepared: [String: String] = [:]
+    var prepared: [String: String] = [:]
     /// Where the connection goes, for messages (the password left out).
     let target: String
 
@@ -49,9 +49,10 @@ final class PostgreSQLConnection: @unchecked Sendable {
     deinit { PQfinish(handle) }
 
     /// Set when a statement failed because the connection dropped, though libpq may still
-    /// report it open (a failed send leaves its status at OK): a broken connection is not
-    /// given back to the pool.
-    private var broken = false
+    /// report it open (a failed send leaves its status at OK), or when a pipeline left the
+    /// connection in a state no later statement can use (its results not all read): a
+    /// broken connection is not given back to the pool.
+    var broken = false
 
     /// Whether the connection is still up (false once the server went away).
     var isHealthy: Bool { !broken && PQstatus(handle) == CONNECTION_OK }
@@ -71,23 +72,21 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// Runs one statement with parameters `$1…$n`, prepared once per connection when
-    /// `prepare` is true (statements run often), else sent with `PQexecParams`.
-    @discardableResult
+    /// `prepare` is true (statements run often; the first run prepares and runs it in one
+    /// round trip), else sent with `PQexecParams`.
     ///
     /// With `binary`, the values come back in PostgreSQL's binary forms (what
     /// ``TableLayout/decodeRow(_:_:skip:)`` reads: numbers and bytes need no parsing).
+    @discardableResult
     func execute(_ sql: String, _ parameters: [SQLParameter], prepare: Bool = true, binary: Bool = false)
         throws(PostgreSQLStoreError) -> PostgreSQLResult
     {
-        var name: String?
-        if prepare {
-            if let known = prepared[sql] {
-                name = known
-            } else {
-                let fresh = "pk\(prepared.count + 1)"
-                _ = try check(PQprepare(handle, fresh, sql, 0, nil), sql)
-                prepared[sql] = fresh
-                name = fresh
+        let name = prepare ? prepared[sql] : nil
+        if prepare && name == nil {
+            do {
+                return try pipeline([SQLStatement(sql: sql, parameters: parameters, binary: binary)])[0]
+            } catch {
+                throw error.error
             }
         }
         return try withParameters(parameters) { values, lengths, formats throws(PostgreSQLStoreError) in
@@ -118,7 +117,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Calls `body` with C arrays of the parameters' bytes, lengths and formats, valid for
     /// the call only.
-    private func withParameters<T>(
+    func withParameters<T>(
         _ parameters: [SQLParameter],
         _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) throws(PostgreSQLStoreError) -> T
     ) throws(PostgreSQLStoreError) -> T {
@@ -161,7 +160,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// `result` as a ``PostgreSQLResult``, or the error it reports (the result freed).
-    private func check(_ result: OpaquePointer?, _ sql: String, binary: Bool = false) throws(PostgreSQLStoreError) -> PostgreSQLResult {
+    func check(_ result: OpaquePointer?, _ sql: String, binary: Bool = false) throws(PostgreSQLStoreError) -> PostgreSQLResult {
         guard let result else {
             throw PostgreSQLStoreError(
                 isHealthy ? .query : .connectionLost, target: target, "\(errorMessage) (running: \(Self.head(sql)))")
@@ -185,7 +184,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// The start of a statement, for messages.
-    private static func head(_ sql: String) -> String {
+    static func head(_ sql: String) -> String {
         sql.count > 120 ? String(sql.prefix(120)) + "…" : sql
     }
 }
@@ -220,12 +219,13 @@ final class PostgreSQLResult {
     @inline(__always)
     func int64(_ row: Int, _ column: Int) -> Int64 {
         if binary {
-            return withBytes(row, column) { b in
-                var v: UInt64 = 0
-                for byte in b { v = v << 8 | UInt64(byte) }
-                // Sign-extended from the value's width (2, 4 or 8 bytes).
-                let shift = UInt64(64 - 8 * b.count)
-                return b.isEmpty ? 0 : Int64(bitPattern: v << shift) >> shift
+            // Never nil for a row and column of the result (NULL values read as "").
+            let p = UnsafeRawPointer(PQgetvalue(handle, Int32(row), Int32(column))!)
+            switch PQgetlength(handle, Int32(row), Int32(column)) {
+            case 8: return Int64(bigEndian: p.loadUnaligned(as: Int64.self))
+            case 4: return Int64(Int32(bigEndian: p.loadUnaligned(as: Int32.self)))
+            case 2: return Int64(Int16(bigEndian: p.loadUnaligned(as: Int16.self)))
+            default: return 0
             }
         }
         // Never nil for a row and column of the result (NULL values read as "").
@@ -247,7 +247,13 @@ final class PostgreSQLResult {
     /// The 64 bits of an 8-byte binary value (a `float8`'s bit pattern).
     @inline(__always)
     func bits64(_ row: Int, _ column: Int) -> UInt64 {
-        withBytes(row, column) { b in b.reduce(0) { $0 << 8 | UInt64($1) } }
+        // Never nil for a row and column of the result (NULL values read as "").
+        let p = UnsafeRawPointer(PQgetvalue(handle, Int32(row), Int32(column))!)
+        switch PQgetlength(handle, Int32(row), Int32(column)) {
+        case 8: return UInt64(bigEndian: p.loadUnaligned(as: UInt64.self))
+        case 4: return UInt64(UInt32(bigEndian: p.loadUnaligned(as: UInt32.self)))
+        default: return 0
+        }
     }
 
     /// The text of the value at (`row`, `column`), from its bytes (binary `text` values

@@ -9,19 +9,24 @@ extension PostgreSQLStore {
 
     /// See ``PersistentStore``. The filter, order, offset and limit run in SQL when the
     /// translator covers them (see `SQLTranslator`); otherwise the SQL selects a superset
-    /// in key order and the rest runs in memory, with the same results.
+    /// and the rest runs in memory, with the same results.
+    ///
+    /// Without an order or a window the server does not sort: the rows come in the order the
+    /// plan reads them (for a table only ever appended to, key order already) and are put in
+    /// key order here, which costs a pass over them when they already are; a sort of many
+    /// rows on the server would cost more than the scan that found them.
     public func fetchRows(entity: Int32, filter: StoreFilter?, order: [StoreSortKey], offset: Int, limit: Int) throws -> [StoreRow] {
         let t = try layout(entity)
         var translator = SQLTranslator(layouts: layouts)
         var scope = translator.newScope(entity)
         let condition = translator.filter(filter, &scope)
-        let sqlOrder = condition.exact ? translator.orderBy(order, &scope) : nil
-        let orderBy = sqlOrder ?? "\(scope.alias).\"_pk\" ASC"
+        let windowed = offset > 0 || limit > 0
+        let sqlOrder = condition.exact && (!order.isEmpty || windowed) ? translator.orderBy(order, &scope) : nil
         var sql = "SELECT \(t.qualifiedSelectList(scope.alias)) FROM \(t.table) \(scope.alias)"
         if !scope.joins.isEmpty { sql += " " + scope.joins.joined(separator: " ") }
-        sql += " WHERE \(condition.sql) ORDER BY \(orderBy)"
-        let windowInSQL = sqlOrder != nil
-        if windowInSQL {
+        sql += " WHERE \(condition.sql)"
+        if let sqlOrder {
+            sql += " ORDER BY \(sqlOrder)"
             if limit > 0 { sql += " LIMIT \(limit)" }
             if offset > 0 { sql += " OFFSET \(offset)" }
         }
@@ -29,14 +34,22 @@ extension PostgreSQLStore {
         return try pool.read { c in
             let r = try c.execute(sql, parameters, binary: true)
             var rows = (0..<r.count).map { t.decodeRow(r, $0) }
+            if sqlOrder == nil { Self.putInKeyOrder(&rows) }
             if !condition.exact, let filter {
                 rows = try matching(rows, filter, entity, on: c)
             }
-            if !windowInSQL && (!order.isEmpty || offset > 0 || limit > 0) {
+            if sqlOrder == nil && (!order.isEmpty || windowed) {
                 rows = StoreCommitSupport.sorted(rows, by: order, offset: offset, limit: limit)
             }
             return rows
         }
+    }
+
+    /// Sorts `rows` (of one entity, so with distinct keys) by key, unless they already are.
+    private static func putInKeyOrder(_ rows: inout [StoreRow]) {
+        var i = 1
+        while i < rows.count && rows[i - 1].id.primaryKey < rows[i].id.primaryKey { i += 1 }
+        if i < rows.count { rows.sort { $0.id.primaryKey < $1.id.primaryKey } }
     }
 
     /// The rows of `rows` that pass `filter`, evaluated in memory.
@@ -76,7 +89,7 @@ extension PostgreSQLStore {
 
     func fetchRow(_ id: StoreRowID, on c: PostgreSQLConnection) throws -> StoreRow? {
         let t = try layout(id.entity)
-        let r = try c.execute("SELECT \(t.selectList) FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))], binary: true)
+        let r = try c.execute(statements[Int(id.entity)].fetchByKey, [.text(String(id.primaryKey))], binary: true)
         return r.count == 0 ? nil : t.decodeRow(r, 0)
     }
 
@@ -117,9 +130,9 @@ extension PostgreSQLStore {
 
     /// See ``PersistentStore``.
     public func rowVersion(_ id: StoreRowID) throws -> Int64? {
-        let t = try layout(id.entity)
+        let sql = statements[Int(try layout(id.entity).entity)].versionByKey
         return try pool.read { c in
-            let r = try c.execute("SELECT \"_version\" FROM \(t.table) WHERE \"_pk\" = $1", [.text(String(id.primaryKey))])
+            let r = try c.execute(sql, [.text(String(id.primaryKey))])
             return r.count == 0 ? nil : r.int64(0, 0)
         }
     }

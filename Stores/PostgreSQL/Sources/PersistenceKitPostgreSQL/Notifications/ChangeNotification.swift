@@ -83,12 +83,15 @@ enum ChangeNotification {
 }
 
 extension PostgreSQLStore {
-    /// Sends the commit's changed row IDs on the store's channel, inside the transaction.
-    func notify(_ t: StoreTransaction, txid: String, on c: PostgreSQLConnection) throws {
+    /// The statement sending the commit's changed row IDs on the store's channel, inside the
+    /// transaction.
+    func notifyStatement(_ t: StoreTransaction, txid: String) -> SQLStatement {
         let payloads = ChangeNotification.payloads(t, origin: origin, txid: txid)
         // One statement for all parts: each is an element of a text array (payloads hold
         // no quotes or backslashes, so quoting each element is enough).
         let array = "{" + payloads.map { "\"" + $0 + "\"" }.joined(separator: ",") + "}"
-        try c.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, n) ORDER BY n", [.text(channel), .text(array)])
+        return SQLStatement(
+            sql: "SELECT pg_notify($1, p) FROM unnest($2::text[]) WITH ORDINALITY AS u(p, n) ORDER BY n",
+            parameters: [.text(channel), .text(array)])
     }
 }
