@@ -239,6 +239,21 @@ struct FamilyUniquenessTests {
         try FSSupport.close(container)
     }
 
+    @Test("a batch insert of cats cannot take a stored dog's name", arguments: StoreKind.allCases)
+    func batchInsertIsCheckedAcrossTheFamily(_ kind: StoreKind) throws {
+        let folder = try TemporaryFolder()
+        let container = try Self.container(kind, at: folder.storeURL)
+        try Self.save(container) { Self.dog($0, "Rex", age: 3) }
+        let context = container.newBackgroundContext()
+        #expect(throws: (any Error).self) {
+            try context.performAndWait {
+                _ = try context.execute(NSBatchInsertRequest(entityName: "UFCat", objects: [["name": "Tom"], ["name": "Rex"]]))
+            }
+        }
+        #expect(try Self.animals(container) == ["UFDog|Rex|3|-"], "nothing was written")
+        try FSSupport.close(container)
+    }
+
     @Test("a sub-entity's own constraint holds among its objects and its sub-entities' only", arguments: StoreKind.allCases)
     func ownConstraintOfASubEntityStaysWithinIt(_ kind: StoreKind) throws {
         let folder = try TemporaryFolder()
