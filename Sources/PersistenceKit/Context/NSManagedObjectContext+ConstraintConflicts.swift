@@ -14,6 +14,10 @@ import Foundation
 // - between objects of the save only, one keeps the key: the last one inserted (or changed)
 //   under object trump and overwrite, the first under store trump and rollback; the others
 //   leave the save as above.
+// A constraint declared on a super-entity holds across its sub-entities: the objects and the
+// stored object of one conflict may be of different entities. The stored object keeps its
+// entity; under object trump and overwrite it takes the values of the properties it shares
+// with the object that keeps the key.
 extension NSManagedObjectContext {
     /// Applies the merge policy to the constraint conflicts of a commit, or throws them.
     /// `sent` is the transaction the store refused, `written` its objects (inserts, then
@@ -39,7 +43,8 @@ extension NSManagedObjectContext {
             guard let winner = keepsLast ? holders.last : holders.first else { continue }
             if let stored = clash.stored {
                 if keepsLast {
-                    let target = object(forRow: stored.id, entity: entity)
+                    let storedEntity = coordinator.managedObjectModel.entity(at: stored.id.entity) ?? entity
+                    let target = object(forRow: stored.id, entity: storedEntity)
                     give(target, valuesOf: winner, constrained: clash.columns, all: policy == .overwriteMergePolicyType)
                 }
                 leaving += holders
@@ -62,12 +67,24 @@ extension NSManagedObjectContext {
     /// Gives `target` the values of `source`: every persistent property (`all`), or those
     /// `source` set — for an inserted object, the properties that differ from the entity's
     /// defaults; for a saved one, those it changed. The constrained attributes hold equal
-    /// values already and are left alone.
+    /// values already and are left alone. When the two are of different entities of a family,
+    /// only the properties both inherit from their nearest common entity are given (they
+    /// lead both property lists, at the same indexes); a same-named property each declares
+    /// itself is another property and is left alone.
     private func give(_ target: NSManagedObject, valuesOf source: NSManagedObject, constrained: [Int], all: Bool) {
         let entity = source.entity
+        var shared = 0
+        var ancestor: NSEntityDescription? = entity
+        while let a = ancestor {
+            if target.entity.isKindOf(entity: a) {
+                shared = a.properties.count
+                break
+            }
+            ancestor = a.superentity
+        }
         let defaults = entity.defaultValues
         let inserted = source.flags.contains(.inserted)
-        for (i, p) in entity.properties.enumerated() where !p.isTransient && !constrained.contains(i) {
+        for (i, p) in entity.properties.enumerated().prefix(shared) where !p.isTransient && !constrained.contains(i) {
             if !all {
                 if inserted {
                     let isDefault =
@@ -97,12 +114,14 @@ extension NSManagedObjectContext {
             if let v = Self.sendable(value, of: entity.attributesByName[name]?.attributeType) { values[name] = v }
         }
         let holders = clash.rows.compactMap { byRow[$0] }
+        // The stored row may be of another entity of the family than the constraint's.
+        let storedEntity = clash.stored.flatMap { coordinator.managedObjectModel.entity(at: $0.id.entity) } ?? entity
         return NSConstraintConflict(
             constraint: names, constraintValues: values,
-            databaseObject: clash.stored.map { NSManagedObjectID(entity: entity, row: $0.id, store: store.identifier) },
+            databaseObject: clash.stored.map { NSManagedObjectID(entity: storedEntity, row: $0.id, store: store.identifier) },
             conflictingObjects: holders.map(\.object.objectID),
-            conflictingSnapshots: holders.map { Self.snapshot($0.row, of: entity) },
-            databaseSnapshot: clash.stored.map { Self.snapshot($0, of: entity) })
+            conflictingSnapshots: holders.map { Self.snapshot($0.row, of: $0.object.entity) },
+            databaseSnapshot: clash.stored.map { Self.snapshot($0, of: storedEntity) })
     }
 
     /// The persistent attributes of `row` by name (`nil` values left out).

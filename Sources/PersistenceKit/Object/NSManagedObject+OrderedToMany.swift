@@ -19,8 +19,10 @@ extension NSPropertyDescription {
 extension NSManagedObject {
     /// Records the order of ordered to-many slot `i`.
     func setToManyOrder(_ order: [ObjectIdentifier], at i: Int) {
-        if toManyOrders == nil { toManyOrders = [:] }
-        toManyOrders?[i] = order
+        let extras = self.extras ?? ObjectExtras()
+        self.extras = extras
+        if extras.toManyOrders == nil { extras.toManyOrders = [:] }
+        extras.toManyOrders?[i] = order
     }
 
     /// The targets of ordered to-many slot `i`, first to last: the recorded order, without

@@ -94,7 +94,10 @@ extension NSManagedObject {
         storedSlots[i] = .toMany([])  // drop the slot's reference so the insert does not copy the set
         let isNew = set.insert(target).inserted
         storedSlots[i] = .toMany(set)
-        if isNew && relationship(at: i).isOrdered { toManyOrders?[i]?.append(ObjectIdentifier(target)) }
+        if isNew && relationship(at: i).isOrdered {
+            // In place, through the side storage: a copy of the order per insert would be quadratic.
+            extras?.toManyOrders?[i]?.append(ObjectIdentifier(target))
+        }
         if isNew { recordToManyEdit(target, at: i, added: true) }
         if isNew && recordsUndo { recordToManyForUndo(target, at: i, added: true) }
         markChanged()

@@ -398,16 +398,43 @@ open class NSManagedObject: Hashable, CustomStringConvertible, NSFetchRequestRes
     /// to-many edits. 4 bytes where an `Int?` took 16 (a separate `Int?` made every object 16
     /// bytes larger: measured 216 → 232 bytes).
     @exclusivity(unchecked) private final var storedProbedSlotOrEpoch: Int32 = -1
+    /// State few objects have (see ``ObjectExtras``), made when the first of it is set;
+    /// `nil` for most objects. One field for all of it: each field of its own made every
+    /// object 8 bytes larger, which fetches of many objects pay for. Guarded by the
+    /// context's queue.
+    @exclusivity(unchecked) final var extras: ObjectExtras?
+
     /// The object's Observation registrar, made by the first tracked read of an observable
     /// object in an instrumented context (see `NSManagedObject+Observation.swift`); `nil` for
     /// every other object. Guarded by the context's queue.
-    @exclusivity(unchecked) final var observationRegistrar: ObservationRegistrar?
+    final var observationRegistrar: ObservationRegistrar? {
+        get { extras?.observationRegistrar }
+        set {
+            if let extras {
+                extras.observationRegistrar = newValue
+            } else if let newValue {
+                extras = ObjectExtras(observationRegistrar: newValue)
+            }
+        }
+    }
+
     /// The order of each ordered to-many relationship that has one, by slot: the targets'
     /// identities, first to last (see `NSManagedObject+OrderedToMany.swift`); `nil` for every
     /// object without ordered relationships. Identities, not references: the slot's set holds
     /// the targets, and a second strong list would need clearing everywhere a slot is.
     /// Guarded by the context's queue.
-    @exclusivity(unchecked) final var toManyOrders: [Int: [ObjectIdentifier]]?
+    final var toManyOrders: [Int: [ObjectIdentifier]]? {
+        get { extras?.toManyOrders }
+        set {
+            if let extras {
+                extras.toManyOrders = newValue
+            } else if let newValue {
+                let made = ObjectExtras()
+                made.toManyOrders = newValue
+                extras = made
+            }
+        }
+    }
 
     /// Creates an object of `entity` and, when `context` is given, inserts it there (which
     /// calls ``awakeFromInsert()``).

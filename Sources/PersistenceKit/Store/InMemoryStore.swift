@@ -46,8 +46,8 @@ public final class InMemoryStore: PersistentStore {
     private let links: LinkKeeper
     /// The model, for the destinations of relationships a predicate follows.
     private let model: NSManagedObjectModel
-    /// The columns of each entity's uniqueness constraints (empty: no entity has any).
-    private let uniqueColumns: [Int32: [[Int]]]
+    /// The model's uniqueness constraints, each held across its family (empty: none).
+    private let uniqueConstraints: UniqueConstraints
 
     /// Creates an empty in-memory store for `model`; with `tracksHistory`, it keeps the
     /// persistent history of its commits (``NSPersistentHistoryTrackingKey``).
@@ -68,7 +68,7 @@ public final class InMemoryStore: PersistentStore {
         self.url = url
         self.links = LinkKeeper(model: model)
         self.model = model
-        self.uniqueColumns = UniqueIndexes.columns(of: model)
+        self.uniqueConstraints = UniqueConstraints(model: model)
         self.metadata = [
             NSStoreTypeKey: NSInMemoryStoreType,
             NSStoreUUIDKey: identifier,
@@ -105,15 +105,19 @@ public final class InMemoryStore: PersistentStore {
                 }
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
-            if !uniqueColumns.isEmpty {
-                for entity in s.unique.unbuiltEntities(writtenBy: transaction, columns: uniqueColumns) {
-                    let rows = s.tables[entity] ?? [:]
-                    s.unique.build(entity, columns: uniqueColumns[entity] ?? []) { visit in
-                        for (pk, row) in rows.sorted(by: { $0.key < $1.key }) { visit(pk, row.values) }
+            if !uniqueConstraints.isEmpty {
+                for number in s.unique.unbuiltConstraints(writtenBy: transaction, constraints: uniqueConstraints) {
+                    let tables = s.tables
+                    s.unique.build(number, constraints: uniqueConstraints) { visit in
+                        // Every entity of the family, each in key order: the index covers
+                        // the rows of all of them.
+                        for entity in uniqueConstraints.all[number].members.sorted() {
+                            for (_, row) in (tables[entity] ?? [:]).sorted(by: { $0.key < $1.key }) { visit(row.id, row.values) }
+                        }
                     }
                 }
                 let tables = s.tables
-                let clashes = s.unique.conflicts(in: transaction, columns: uniqueColumns) { tables[$0.entity]?[$0.primaryKey] }
+                let clashes = s.unique.conflicts(in: transaction, constraints: uniqueConstraints) { tables[$0.entity]?[$0.primaryKey] }
                 if !clashes.isEmpty { return .constraintConflicts(clashes) }
             }
             var transaction = transaction
@@ -146,7 +150,7 @@ public final class InMemoryStore: PersistentStore {
             for d in transaction.deletes {
                 s.tables[d.id.entity]?[d.id.primaryKey] = nil
             }
-            if !uniqueColumns.isEmpty { s.unique.apply(transaction, columns: uniqueColumns) }
+            if !uniqueConstraints.isEmpty { s.unique.apply(transaction, constraints: uniqueConstraints) }
             return .committed(committed)
         }
     }

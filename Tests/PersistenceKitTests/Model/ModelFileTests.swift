@@ -170,9 +170,13 @@ import Testing
             magazine.setValue("M-1", forKey: "code")
             rack.setValue(NSOrderedSet(array: [magazine, novel]), forKey: "items")
             try context.save()
-            // The abstract parent's constraint on `code` holds among each sub-entity's objects.
+            // The abstract parent's constraint on `code` holds across the family.
             let duplicate = NSManagedObject(entity: try #require(model.entitiesByName["Novel"]), insertInto: context)
             duplicate.setValue("N-1", forKey: "code")
+            #expect(throws: (any Error).self) { try context.save() }
+            context.rollback()
+            let sibling = NSManagedObject(entity: try #require(model.entitiesByName["Magazine"]), insertInto: context)
+            sibling.setValue("N-1", forKey: "code")
             #expect(throws: (any Error).self) { try context.save() }
             context.rollback()
         }

@@ -186,7 +186,7 @@ extension FileStore {
             }
             if !conflicts.isEmpty { return .conflicts(conflicts) }
             if transaction.isEmpty { return .committed([]) }
-            if !uniqueColumns.isEmpty {
+            if !uniqueConstraints.isEmpty {
                 let clashes = try constraintConflicts(of: transaction, in: &s)
                 if !clashes.isEmpty { return .constraintConflicts(clashes) }
             }
@@ -346,7 +346,7 @@ extension FileStore {
             }
             // The derived ends' lists take the save's link changes together (see DerivedEnds).
             s.derived.applyPending()
-            if !uniqueColumns.isEmpty { s.unique.apply(transaction, columns: uniqueColumns) }
+            if !uniqueConstraints.isEmpty { s.unique.apply(transaction, constraints: uniqueConstraints) }
             if let history { s.history.append(history, size: historySize) }
             // A save that leaves the file over twice its live data (deleting or rewriting most
             // rows) is followed by a compaction now, not before the next save, which may never

@@ -97,9 +97,9 @@ public final class FileStore: PersistentStore {
     let model: NSManagedObjectModel
     /// Attribute columns with an index, per entity.
     let indexedColumns: [Int32: [Int]]
-    /// The columns of each entity's uniqueness constraints (empty: no entity has any, and
+    /// The model's uniqueness constraints, each held across its family (empty: none, and
     /// commits skip the check).
-    let uniqueColumns: [Int32: [[Int]]]
+    let uniqueConstraints: UniqueConstraints
     /// Keeps both ends of each stored link in agreement at commit.
     let links: LinkKeeper
     /// The derived to-many columns, which the store fills in from the owning ends.
@@ -347,7 +347,7 @@ public final class FileStore: PersistentStore {
             if !columns.isEmpty { indexed[e.index] = columns }
         }
         self.indexedColumns = indexed
-        self.uniqueColumns = UniqueIndexes.columns(of: model)
+        self.uniqueConstraints = UniqueConstraints(model: model)
         let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
         self.recovery = opened.recovery
@@ -378,7 +378,7 @@ public final class FileStore: PersistentStore {
         self.derivedLayout = store.derivedLayout
         self.rowShapes = store.rowShapes
         self.indexedColumns = store.indexedColumns
-        self.uniqueColumns = store.uniqueColumns
+        self.uniqueConstraints = store.uniqueConstraints
         self.identifier = store.identifier
         self.recovery = store.recovery
         self.metadata = store.metadata

@@ -14,15 +14,19 @@ import Foundation
 public struct StoreCommitSupport: Sendable {
     private let links: LinkKeeper
     private let model: NSManagedObjectModel
-    /// The columns of each entity's uniqueness constraints (empty: no entity has any).
+    /// The columns of each entity's uniqueness constraints, its own and those it inherits
+    /// (empty: no entity has any). A constraint an entity inherits holds across the family
+    /// of the entity declaring it, which ``constraintConflicts(in:storedRows:stored:)`` checks.
     public let uniqueColumns: [Int32: [[Int]]]
+    private let uniqueConstraints: UniqueConstraints
 
     /// Prepares the support for stores of `model` (which is sealed, as a coordinator seals it).
     public init(model: NSManagedObjectModel) {
         model.seal()
         self.model = model
         self.links = LinkKeeper(model: model)
-        self.uniqueColumns = UniqueIndexes.columns(of: model)
+        self.uniqueConstraints = UniqueConstraints(model: model)
+        self.uniqueColumns = uniqueConstraints.columnsByEntity
     }
 
     /// The layout hash of the model (lowercase hex): the hash a store records and compares
@@ -46,23 +50,33 @@ public struct StoreCommitSupport: Sendable {
 
     /// The uniqueness-constraint conflicts `transaction` would create, judged on the rows as
     /// they would be after it (the values of rows it updates or deletes are free for its
-    /// other rows), reported as the built-in stores report them.
+    /// other rows), reported as the built-in stores report them: a constraint inherited from
+    /// a super-entity holds across every entity below the one declaring it, and its conflicts
+    /// name that entity (their rows keep their own entities).
     ///
     /// - Parameters:
-    ///   - storedRows: every stored row of a constrained entity the transaction writes.
+    ///   - storedRows: every stored row of one entity; asked for each entity of the family of
+    ///     a constraint the transaction's rows are under.
     ///   - stored: one stored row by ID.
     public func constraintConflicts(
         in transaction: StoreTransaction, storedRows: (Int32) throws -> [StoreRow], stored: (StoreRowID) throws -> StoreRow?
     ) throws -> [StoreConstraintConflict] {
-        guard !uniqueColumns.isEmpty else { return [] }
+        guard !uniqueConstraints.isEmpty else { return [] }
         var indexes = UniqueIndexes()
-        for entity in indexes.unbuiltEntities(writtenBy: transaction, columns: uniqueColumns) {
-            let rows = try storedRows(entity)
-            indexes.build(entity, columns: uniqueColumns[entity] ?? []) { visit in
-                for row in rows.sorted(by: { $0.id.primaryKey < $1.id.primaryKey }) { visit(row.id.primaryKey, row.values) }
+        var rowsByEntity: [Int32: [StoreRow]] = [:]
+        for number in indexes.unbuiltConstraints(writtenBy: transaction, constraints: uniqueConstraints) {
+            var rows: [StoreRow] = []
+            for entity in uniqueConstraints.all[number].members.sorted() {
+                if rowsByEntity[entity] == nil {
+                    rowsByEntity[entity] = try storedRows(entity).sorted { $0.id.primaryKey < $1.id.primaryKey }
+                }
+                rows += rowsByEntity[entity] ?? []
+            }
+            indexes.build(number, constraints: uniqueConstraints) { visit in
+                for row in rows { visit(row.id, row.values) }
             }
         }
-        return try indexes.conflicts(in: transaction, columns: uniqueColumns, stored: stored)
+        return try indexes.conflicts(in: transaction, constraints: uniqueConstraints, stored: stored)
     }
 
     /// `rows` (in primary-key order) in `order` (rows equal on every key keep their order),

@@ -2,9 +2,11 @@ import Foundation
 
 /// Rows of a transaction that would break a uniqueness constraint of their entity (see
 /// ``NSEntityDescription/uniquenessConstraints``): two rows holding the same constrained
-/// values, or a row taking the values a stored row holds.
+/// values, or a row taking the values a stored row holds. A constraint declared on a
+/// super-entity holds across its sub-entities, so the rows may be of different entities.
 public struct StoreConstraintConflict: Sendable, Hashable {
-    /// The entity's index in the model.
+    /// The index in the model of the entity declaring the constraint (the highest one when
+    /// several of a family do); each row's own entity is in its ID.
     public var entity: Int32
     /// The property indexes of the constraint, ascending.
     public var columns: [Int]
