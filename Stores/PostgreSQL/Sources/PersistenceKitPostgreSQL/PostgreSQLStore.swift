@@ -48,7 +48,9 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// The option that turns off listening for other processes' saves (`"false"`).
     public static let listensOptionKey = "PostgreSQLListens"
     /// The metadata key (in ``metadata`` and the `_pk_metadata` table) of the version of
-    /// the store's table layout. A store of another layout version is refused on open with
+    /// the store's table layout: `2`, or `3` for a store whose model has a to-one, a
+    /// many-to-many or an ordered to-many into an entity with sub-entities (kept with the
+    /// linked row's entity). A store of another layout version is refused on open with
     /// ``PostgreSQLStoreError/Kind/unsupportedLayout(found:)``.
     public static let layoutVersionKey = "PostgreSQLLayoutVersion"
 

@@ -10,9 +10,12 @@ extension PostgreSQLStore {
     func writeJoinedLinks(_ transaction: StoreTransaction, stored: RowLocks, on c: PostgreSQLConnection) throws {
         guard layouts.contains(where: { $0.derived.contains(where: \.ownsJoinTable) }) else { return }
         var changes: [String: JoinChanges] = [:]
+        // The owning end of each table with entity columns (one shape for the whole family).
+        var familyEnds: [String: DerivedEnd] = [:]
         for row in transaction.inserts {
             for end in try layout(row.id.entity).derived where end.ownsJoinTable {
-                for target in Self.keys(row.value(end.property)) { changes[end.table, default: .init()].add(row.id.primaryKey, target) }
+                if !end.joinEntityColumns.isEmpty { familyEnds[end.table] = end }
+                for target in Self.keys(row.value(end.property)) { changes[end.table, default: .init()].add(row.id, target) }
             }
         }
         for row in transaction.updates {
@@ -20,34 +23,41 @@ extension PostgreSQLStore {
             if joined.isEmpty { continue }
             let old = stored.known(row.id)
             for end in joined {
+                if !end.joinEntityColumns.isEmpty { familyEnds[end.table] = end }
                 let written = Self.keys(row.value(end.property))
                 let was = Self.keys(old?.value(end.property) ?? .null)
                 if written == was { continue }
                 let before = Set(was), after = Set(written)
-                for target in written where !before.contains(target) { changes[end.table, default: .init()].add(row.id.primaryKey, target) }
-                for target in was where !after.contains(target) { changes[end.table, default: .init()].remove(row.id.primaryKey, target) }
+                for target in written where !before.contains(target) { changes[end.table, default: .init()].add(row.id, target) }
+                for target in was where !after.contains(target) { changes[end.table, default: .init()].remove(row.id, target) }
             }
         }
         for d in transaction.deletes {
             for end in try layout(d.id.entity).derived where end.ownsJoinTable {
-                changes[end.table, default: .init()].sourcesGone.append(d.id.primaryKey)
+                if !end.joinEntityColumns.isEmpty { familyEnds[end.table] = end }
+                changes[end.table, default: .init()].sourcesGone.append(d.id)
             }
         }
         // Tables in name order, pairs in key order: one order for every process, which keeps
         // deadlocks between two commits rare.
         for (table, change) in changes.sorted(by: { $0.key < $1.key }) {
+            if let end = familyEnds[table] {
+                try writeFamilyJoinChanges(change, of: end, on: c)
+                continue
+            }
             if !change.sourcesGone.isEmpty {
                 try c.execute(
-                    "DELETE FROM \(table) WHERE \"source\" = ANY($1::bigint[])", [.text(ValueCoding.array(change.sourcesGone.sorted()))])
+                    "DELETE FROM \(table) WHERE \"source\" = ANY($1::bigint[])",
+                    [.text(ValueCoding.array(change.sourcesGone.map(\.primaryKey).sorted()))])
             }
             if !change.removes.isEmpty {
-                let pairs = change.removes.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+                let pairs = change.removes.map { ($0.0.primaryKey, $0.1.primaryKey) }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
                 try c.execute(
                     "DELETE FROM \(table) WHERE (\"source\", \"target\") IN (SELECT * FROM unnest($1::bigint[], $2::bigint[]))",
                     [.text(ValueCoding.array(pairs.map(\.0))), .text(ValueCoding.array(pairs.map(\.1)))])
             }
             if !change.adds.isEmpty {
-                let pairs = change.adds.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+                let pairs = change.adds.map { ($0.0.primaryKey, $0.1.primaryKey) }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
                 try c.execute(
                     "INSERT INTO \(table) (\"source\", \"target\") SELECT * FROM unnest($1::bigint[], $2::bigint[]) ON CONFLICT DO NOTHING",
                     [.text(ValueCoding.array(pairs.map(\.0))), .text(ValueCoding.array(pairs.map(\.1)))])
@@ -55,25 +65,25 @@ extension PostgreSQLStore {
         }
     }
 
-    /// The keys a relationship value links to.
-    private static func keys(_ value: StoreValue) -> [Int64] {
+    /// The rows a relationship value links to.
+    private static func keys(_ value: StoreValue) -> [StoreRowID] {
         switch value {
-        case let .references(ids): ids.map(\.primaryKey)
-        case let .reference(id): [id.primaryKey]
+        case let .references(ids): ids
+        case let .reference(id): [id]
         default: []
         }
     }
 }
 
-/// What one commit changes in one join table.
+/// What one commit changes in one join table: (source, target) row pairs.
 struct JoinChanges {
-    var adds: [(Int64, Int64)] = []
-    var removes: [(Int64, Int64)] = []
+    var adds: [(StoreRowID, StoreRowID)] = []
+    var removes: [(StoreRowID, StoreRowID)] = []
     /// Owning rows deleted: every link of theirs goes.
-    var sourcesGone: [Int64] = []
+    var sourcesGone: [StoreRowID] = []
 
-    mutating func add(_ source: Int64, _ target: Int64) { adds.append((source, target)) }
-    mutating func remove(_ source: Int64, _ target: Int64) { removes.append((source, target)) }
+    mutating func add(_ source: StoreRowID, _ target: StoreRowID) { adds.append((source, target)) }
+    mutating func remove(_ source: StoreRowID, _ target: StoreRowID) { removes.append((source, target)) }
 }
 
 extension StoreRow {

@@ -125,11 +125,18 @@ struct SQLTranslator {
     mutating func column(_ path: StorePath, _ scope: inout Scope) -> (String, ColumnKind)? {
         guard let (alias, entity) = table(path, &scope) else { return nil }
         if let end = layouts[Int(entity)].derivedEnd(path.property) {
+            // A family's links are listed as packed keys with their entities: left to memory.
+            if end.listsEntities { return nil }
             // A derived end's keys, listed from the owning column (`= ANY` and `cardinality`
             // read them as a stored list's).
             return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))
         }
         guard let col = layouts[Int(entity)].column(path.property) else { return nil }
+        // A to-one or list into a family holds entities with its keys: left to memory.
+        switch col.kind {
+        case .familyToOne, .familyToMany: return nil
+        default: break
+        }
         return ("\(alias).\(col.quoted)", col.kind)
     }
 
@@ -142,7 +149,7 @@ struct SQLTranslator {
 
     /// The alias and entity of the table holding `path`'s property, joining the to-ones it
     /// goes through; nil when a step is not a stored to-one.
-    private mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
+    mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
         var alias = scope.alias
         var entity = scope.entity
         for (i, step) in path.through.enumerated() {
@@ -177,6 +184,7 @@ struct SQLTranslator {
     private mutating func compare(
         _ path: StorePath, _ op: StoreFilter.Condition.Operator, _ value: StoreValue, _ scope: inout Scope, negated: Bool
     ) -> String? {
+        if let sql = familyToOneCompare(path, op, value, &scope, negated: negated) { return sql }
         guard let (expr, kind) = column(path, &scope) else { return nil }
         if case .toMany = kind { return nil }
         // nil equals nil, differs from every value, and is ordered before none of them.

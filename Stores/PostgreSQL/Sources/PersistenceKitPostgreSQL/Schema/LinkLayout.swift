@@ -27,6 +27,16 @@ enum LinkLayout {
     /// every to-many end as a key list.
     static let version = "2"
 
+    /// The layout version of a store whose model has a to-one, a join table or a key list
+    /// into an entity family (kept with entities, see ``EntityFamilyLinks``): 3, so that builds that
+    /// read only version 2 refuse it rather than read such links as the destination entity.
+    static let familyVersion = "3"
+
+    /// The layout version of a store of `layouts`.
+    static func version(of layouts: [TableLayout]) -> String {
+        EntityFamilyLinks.hasFamilyLinks(layouts) ? familyVersion : version
+    }
+
     /// Whether `r`, a stored relationship of `entity`, owns its links (see the type's
     /// comment). A relationship without an inverse owns its links.
     static func owns(_ r: NSRelationshipDescription, of entity: NSEntityDescription) -> Bool {
@@ -102,14 +112,33 @@ struct DerivedEnd: Sendable {
     let match: String
     /// The column of `table` listed: the destination rows' keys, unquoted.
     let listed: String
+    /// For the to-many end of a one-to-many whose destination has sub-entities: every
+    /// table of the destination's family, each of which has the inherited key column
+    /// `match` (see `DerivedEnd+Family.swift`); empty otherwise.
+    var family: [FamilyTable] = []
+    /// When the column `match` holds rows of an entity family (a to-one into one, or a join
+    /// table's family side): the column of their entities, which must hold ``matchEntity``
+    /// (the entity of the rows this end is read for) too.
+    var matchEntityColumn: String?
+    /// The entity ``matchEntityColumn`` is compared with.
+    var matchEntity: Int32 = 0
+    /// When the rows listed are of an entity family: the join table's column holding each
+    /// listed row's entity (`source_entity` or `target_entity`).
+    var listedEntityColumn: String?
+    /// When the key list `match` is into an entity family (packed keys, see
+    /// ``EntityFamilyLinks/pack(_:)``): the entity of the rows this end is read for.
+    var packedEntity: Int32?
 
     /// Whether the end is the owning end of a join table (a save writes its rows).
     var ownsJoinTable: Bool { source == .join(owns: true) }
 
     /// The condition that row `alias` of `table` links to the row whose key is `key` (an
     /// SQL expression). A key list is tested with `@>`, which its GIN index serves.
-    private func reaches(_ alias: String, _ key: String) -> String {
-        source == .list ? "\(alias).\(quote(match)) @> ARRAY[\(key)]::bigint[]" : "\(alias).\(quote(match)) = \(key)"
+    func reaches(_ alias: String, _ key: String) -> String {
+        // Into an entity family, the list holds packed keys and the column its entity.
+        source == .list
+            ? "\(alias).\(quote(match)) @> ARRAY[\(EntityFamilyLinks.packed(key, packedEntity))]::bigint[]"
+            : "\(alias).\(quote(match)) = \(key)" + entityTest(alias)
     }
 
     /// The condition that row `alias` of the destination is linked from the row whose key
@@ -122,12 +151,16 @@ struct DerivedEnd: Sendable {
     /// The keys of the rows linked from the row whose key is `key`, ascending, as a
     /// `bigint[]` expression (empty, never NULL).
     func keys(of key: String) -> String {
-        "ARRAY(SELECT pkd.\(quote(listed)) FROM \(table) pkd WHERE \(reaches("pkd", key)) ORDER BY pkd.\(quote(listed)))"
+        // A family's links name their entities: a text list (`familyKeys`), not keys alone.
+        if spansFamily { return familyKeys(of: key) }
+        if listedEntityColumn != nil { return joinedFamilyKeys(of: key) }
+        return "ARRAY(SELECT pkd.\(quote(listed)) FROM \(table) pkd WHERE \(reaches("pkd", key)) ORDER BY pkd.\(quote(listed)))"
     }
 
     /// The number of rows linked from the row whose key is `key`, as an SQL expression.
     func count(of key: String) -> String {
-        "(SELECT count(*) FROM \(table) pkc WHERE \(reaches("pkc", key)))"
+        if spansFamily { return familyCount(of: key) }
+        return "(SELECT count(*) FROM \(table) pkc WHERE \(reaches("pkc", key)))"
     }
 
     /// The same end with its table under `schema` named `name` (a migration reads ends of

@@ -63,6 +63,16 @@ struct SchemaBuilder {
     /// another way than this build lays them out.
     private func check(_ opened: Opened) throws {
         try Self.checkLayout(opened.layoutVersion, schema: schema, target: target)
+        // A store made by an earlier build with a to-one into an entity family has no entity
+        // column: its links cannot be read back with their entities.
+        if opened.layoutVersion != LinkLayout.version(of: layouts), opened.layoutHash == support.modelLayoutHash {
+            throw PostgreSQLStoreError(
+                .unsupportedLayout(found: opened.layoutVersion), target: target,
+                "schema \(schema) holds a store of layout version \(opened.layoutVersion) whose model has a to-one into an entity "
+                    + "family, kept as a key without its entity; this build keeps such links with their entity (layout version "
+                    + "\(LinkLayout.familyVersion)); layouts are not converted: export the objects with the build that made the "
+                    + "store, or destroy the store and load it again.")
+        }
         guard opened.layoutHash != support.modelLayoutHash else { return }
         let cause = PostgreSQLStoreError(
             .modelMismatch(storeHash: opened.layoutHash, modelHash: support.modelLayoutHash), target: target,
@@ -84,7 +94,7 @@ struct SchemaBuilder {
     /// Throws ``PostgreSQLStoreError`` `.unsupportedLayout` unless `version` is the layout
     /// this build reads and writes.
     static func checkLayout(_ version: String, schema: String, target: String) throws(PostgreSQLStoreError) {
-        guard version != LinkLayout.version else { return }
+        guard version != LinkLayout.version && version != LinkLayout.familyVersion else { return }
         let found = version.isEmpty ? "1" : version
         let what = found == "1" ? "layout version 1 (every to-many end a key list)" : "layout version \(found)"
         throw PostgreSQLStoreError(
@@ -96,7 +106,9 @@ struct SchemaBuilder {
 
     private func create(_ c: PostgreSQLConnection) throws -> Opened {
         for t in layouts { try c.execute(Self.createTable(t)) }
-        for end in layouts.flatMap(\.derived) where end.ownsJoinTable {
+        // Each entity of a family inherits the owning end: its join table is made once.
+        var joinTables = Set<String>()
+        for end in layouts.flatMap(\.derived) where end.ownsJoinTable && joinTables.insert(end.tableName).inserted {
             for statement in Self.createJoinTable(end) { try c.execute(statement) }
         }
         for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
@@ -105,7 +117,7 @@ struct SchemaBuilder {
             try c.execute("INSERT INTO \(keysTable) (entity, next) VALUES ($1, 1)", [.text(t.entityName)], prepare: false)
         }
         try c.execute("CREATE TABLE \(metadataTable) (key text PRIMARY KEY, value text NOT NULL)")
-        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash, layoutVersion: LinkLayout.version)
+        let opened = Opened(identifier: UUID().uuidString, layoutHash: support.modelLayoutHash, layoutVersion: LinkLayout.version(of: layouts))
         let values = [
             (NSStoreUUIDKey, opened.identifier), (PersistenceKitModelLayoutHashKey, opened.layoutHash),
             (PostgreSQLStore.layoutVersionKey, opened.layoutVersion),
@@ -125,10 +137,17 @@ struct SchemaBuilder {
     /// The statements that create the join table `end` (an owning end) writes: a row per
     /// link, keyed by both rows, with an index led by the other row for reading the other end.
     static func createJoinTable(_ end: DerivedEnd) -> [String] {
-        [
-            "CREATE TABLE \(end.table) (\"source\" bigint NOT NULL, \"target\" bigint NOT NULL, PRIMARY KEY (\"source\", \"target\"))",
+        // A side of an entity family has its entity column after its key (see
+        // `DerivedEnd+Family.swift`): a key names a row only with its entity.
+        let source = ["source"] + (end.matchEntityColumn.map { [$0] } ?? [])
+        let target = ["target"] + (end.listedEntityColumn.map { [$0] } ?? [])
+        let columns = source.map { "\(quote($0)) \($0 == "source" ? "bigint" : "integer") NOT NULL" }
+            + target.map { "\(quote($0)) \($0 == "target" ? "bigint" : "integer") NOT NULL" }
+        let key = (source + target).map(quote).joined(separator: ", ")
+        return [
+            "CREATE TABLE \(end.table) (\(columns.joined(separator: ", ")), PRIMARY KEY (\(key)))",
             // On both, the other row first: the other end's list is read from it alone.
-            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\"target\", \"source\")",
+            "CREATE INDEX \(quote(end.tableName + "_target")) ON \(end.table) (\((target + source).map(quote).joined(separator: ", ")))",
         ]
     }
 
@@ -145,7 +164,12 @@ struct SchemaBuilder {
                 all.append(StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)", table: t.entityName, columns: columns, unique: false))
             }
             // A key list that a derived end is read from: a GIN index serves its `@>` test.
-            let listed = Set(layouts.flatMap { $0.derived.filter { $0.source == .list && $0.destination == t.entity }.map(\.match) })
+            // (Each table of a family an end reads across holds such a list.)
+            let listed = Set(
+                layouts.flatMap {
+                    $0.derived.filter { $0.source == .list && ($0.destination == t.entity || $0.family.contains { $0.entity == t.entity }) }
+                        .map(\.match)
+                })
             for col in t.columns where listed.contains(col.name) {
                 all.append(
                     StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)_gin", table: t.entityName, columns: [col.name], unique: false))

@@ -10,13 +10,24 @@ enum ColumnKind: Sendable, Equatable {
     /// inverse; see ``LinkLayout``): the destination rows' primary keys (`bigint[]`), in the
     /// relationship's order (ascending when unordered).
     case toMany(destination: Int32)
+    /// A to-one into an entity with sub-entities: the destination row's key, its entity in
+    /// the ``familyEntity`` column right after it (keys are counted per entity).
+    case familyToOne(destination: Int32)
+    /// The entity (index in the model) of the row the ``familyToOne`` column before it
+    /// links to.
+    case familyEntity
+    /// A to-many kept in its row (as ``toMany``) into an entity with sub-entities: each
+    /// linked row as its entity and key packed in one `bigint` (see
+    /// ``EntityFamilyLinks/pack(_:)``), in the relationship's order.
+    case familyToMany(destination: Int32)
 
     /// The column's SQL type.
     var sqlType: String {
         switch self {
         case .int16: "smallint"
         case .int32: "integer"
-        case .int64, .toOne: "bigint"
+        case .int64, .toOne, .familyToOne: "bigint"
+        case .familyEntity: "integer"
         // Dates are seconds since 2001-01-01 (Foundation's reference date) as a double, so
         // that every `Date` reads back bit for bit (`timestamptz` keeps microseconds only).
         case .double, .date: "double precision"
@@ -26,7 +37,7 @@ enum ColumnKind: Sendable, Equatable {
         case .bool: "boolean"
         case .data: "bytea"
         case .uuid: "uuid"
-        case .toMany: "bigint[]"
+        case .toMany, .familyToMany: "bigint[]"
         }
     }
 
@@ -81,6 +92,7 @@ struct TableLayout: Sendable {
     let selectList: String
 
     /// The layouts of every entity of `model`, in entity order (entities sorted by name).
+    /// Throws ``PostgreSQLStoreError`` `.unsupportedModel` for a property no store keeps.
     static func all(of model: NSManagedObjectModel, schema: String) throws(PostgreSQLStoreError) -> [TableLayout] {
         let sorted = model.entities.sorted { $0.name < $1.name }
         var entityIndex: [String: Int32] = [:]
@@ -126,13 +138,27 @@ struct TableLayout: Sendable {
                         "attribute \(entity.name).\(a.name) has type \(a.attributeType), which no store keeps.")
                 }
             } else if let r = p as? NSRelationshipDescription, let d = r.destinationEntity, let di = entityIndex[d.name] {
-                if let end = Self.derivedEnd(r, of: entity, property: i, destination: di, schema: schema) {
+                if let end = Self.derivedEnd(
+                    r, of: entity, index: index, property: i, destination: di, schema: schema, entityIndex: entityIndex)
+                {
                     derivedOfProperty[i] = derived.count
                     derived.append(end)
                     byProperty.append(nil)
                     continue
                 }
-                kind = r.isToMany ? .toMany(destination: di) : .toOne(destination: di)
+                if !r.isToMany, !d.subentities.isEmpty {
+                    // Key and entity: the key alone would name a `Dog` as the `Animal` of
+                    // the same key.
+                    byProperty.append(columns.count)
+                    let key = Column(property: i, name: p.name, quoted: quote(p.name), kind: .familyToOne(destination: di), indexed: true)
+                    let entityColumn = EntityFamilyLinks.entityColumn(of: p.name)
+                    columns.append(key)
+                    columns.append(Column(property: i, name: entityColumn, quoted: quote(entityColumn), kind: .familyEntity, indexed: false))
+                    continue
+                }
+                // A list into a family holds packed keys (entity and key in one `bigint`).
+                let list: ColumnKind = d.subentities.isEmpty ? .toMany(destination: di) : .familyToMany(destination: di)
+                kind = r.isToMany ? list : .toOne(destination: di)
                 indexed = !r.isToMany
             } else {
                 throw PostgreSQLStoreError(
@@ -157,7 +183,7 @@ struct TableLayout: Sendable {
         let prefix = alias.map { $0 + "." } ?? ""
         let values = columns.map { c -> String in
             switch c.kind {
-            case .decimal, .toMany: "\(prefix)\(c.quoted)::text"
+            case .decimal, .toMany, .familyToMany: "\(prefix)\(c.quoted)::text"
             default: prefix + c.quoted
             }
         }
@@ -169,21 +195,35 @@ struct TableLayout: Sendable {
 
     /// The end `r` (property `i` of `entity`) when it has no column (see ``LinkLayout``).
     private static func derivedEnd(
-        _ r: NSRelationshipDescription, of entity: NSEntityDescription, property i: Int, destination di: Int32, schema: String
+        _ r: NSRelationshipDescription, of entity: NSEntityDescription, index: Int32, property i: Int, destination di: Int32,
+        schema: String, entityIndex: [String: Int32]
     ) -> DerivedEnd? {
         guard let d = r.destinationEntity, let inverse = r.inverseRelationship else { return nil }
         func joined(owner: NSRelationshipDescription, ownerEntity: String, owns: Bool) -> DerivedEnd {
             let name = LinkLayout.joinTableName(owner: owner.entity?.name ?? ownerEntity, relationship: owner.name)
-            return DerivedEnd(
+            var end = DerivedEnd(
                 property: i, name: r.name, destination: di, source: .join(owns: owns), table: "\(quote(schema)).\(quote(name))",
                 tableName: name, match: owns ? "source" : "target", listed: owns ? "target" : "source")
+            end.nameEntities(owner: owner, entity: index)
+            return end
         }
         if LinkLayout.isJoined(r, of: entity) { return joined(owner: r, ownerEntity: entity.name, owns: true) }
         guard LinkLayout.isDerived(r, of: entity) else { return nil }
         if LinkLayout.isJoined(inverse, of: d) { return joined(owner: inverse, ownerEntity: d.name, owns: false) }
-        return DerivedEnd(
+        var end = DerivedEnd(
             property: i, name: r.name, destination: di, source: inverse.isToMany ? .list : .key,
             table: "\(quote(schema)).\(quote(d.name))", tableName: d.name, match: inverse.name, listed: "_pk")
+        // A list into this entity's family holds packed keys: its rows are found by theirs.
+        if end.source == .list, inverse.destinationEntity?.subentities.isEmpty == false { end.packedEntity = index }
+        end.family = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
+        if end.source == .key {
+            // The inverse is a to-one into this entity's family: its rows name the entity too.
+            if inverse.destinationEntity?.subentities.isEmpty == false {
+                end.matchEntityColumn = EntityFamilyLinks.entityColumn(of: inverse.name)
+                end.matchEntity = index
+            }
+        }
+        return end
     }
 
     /// The derived end of property `i`, or nil when it has a column, is not a relationship
@@ -203,8 +243,12 @@ struct TableLayout: Sendable {
         var values: [StoreValue] = []
         values.reserveCapacity(propertyCount)
         for p in 0..<propertyCount {
-            if let c = columnOfProperty[p] {
+            if let c = columnOfProperty[p], case .familyToOne = columns[c].kind {
+                values.append(EntityFamilyLinks.decodeReference(result, index, skip + 2 + c))
+            } else if let c = columnOfProperty[p] {
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + c, columns[c].kind))
+            } else if let k = derivedOfProperty[p], derived[k].listsEntities {
+                values.append(DerivedEnd.familyReferences(result, index, skip + 2 + columns.count + k))
             } else if let k = derivedOfProperty[p] {
                 let kind = ColumnKind.toMany(destination: derived[k].destination)
                 values.append(ValueCoding.decodeBinary(result, index, skip + 2 + columns.count + k, kind))

@@ -22,6 +22,11 @@ enum ValueCoding {
         case let (.uri(u), .uri): return .text(u.absoluteString)
         case let (.reference(id), .toOne(destination)) where id.entity == destination: return .text(String(id.primaryKey))
         case let (.references(ids), .toMany): return .text(array(ids.map(\.primaryKey)))
+        case let (.reference(id), .familyToOne): return .text(String(id.primaryKey))
+        case let (.references(ids), .familyToMany):
+            let packed = ids.compactMap(EntityFamilyLinks.pack)
+            return packed.count == ids.count ? .text(array(packed)) : nil
+        case let (.reference(id), .familyEntity): return .text(String(id.entity))
         default: return nil
         }
     }
@@ -52,7 +57,10 @@ enum ValueCoding {
         case .data: return .data(result.withBytes(row, column) { hex($0) })
         case .uuid: return UUID(uuidString: result.text(row, column)).map(StoreValue.uuid) ?? .null
         case .uri: return URL(string: result.text(row, column)).map(StoreValue.uri) ?? .null
-        case let .toOne(destination): return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
+        case let .toOne(destination), let .familyToOne(destination):
+            return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
+        case .familyEntity: return .integer(result.int64(row, column))
+        case .familyToMany: return .references(keys(result.text(row, column)).map(EntityFamilyLinks.unpack))
         case let .toMany(destination):
             return .references(keys(result.text(row, column)).map { StoreRowID(entity: destination, primaryKey: $0) })
         }
@@ -77,7 +85,10 @@ enum ValueCoding {
                     UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
                 })
         case .uri: return URL(string: result.string(row, column)).map(StoreValue.uri) ?? .null
-        case let .toOne(destination): return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
+        case let .toOne(destination), let .familyToOne(destination):
+            return .reference(StoreRowID(entity: destination, primaryKey: result.int64(row, column)))
+        case .familyEntity: return .integer(result.int64(row, column))
+        case .familyToMany: return .references(keys(result.string(row, column)).map(EntityFamilyLinks.unpack))
         case let .toMany(destination):
             return .references(keys(result.string(row, column)).map { StoreRowID(entity: destination, primaryKey: $0) })
         }

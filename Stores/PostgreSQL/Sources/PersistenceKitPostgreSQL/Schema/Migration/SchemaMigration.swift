@@ -88,6 +88,15 @@ struct StepMigration {
     func run() throws {
         let oldLayouts = try Dictionary(uniqueKeysWithValues: TableLayout.all(of: step.source, schema: schema).map { ($0.entityName, $0) })
         let newLayouts = try TableLayout.all(of: step.destination, schema: schema)
+        // A to-one into an entity family has an entity column the steps below do not keep.
+        for t in Array(oldLayouts.values) + newLayouts {
+            for col in t.columns {
+                if col.kind.isFamilyLink { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
+            }
+            for end in t.derived where !end.joinEntityColumns.isEmpty {
+                throw EntityFamilyLinks.refusedMigration(of: t.entityName, end.name, target: schema)
+            }
+        }
         let newByName = Dictionary(uniqueKeysWithValues: newLayouts.map { ($0.entityName, $0) })
         let kept = Set(step.entities.map(\.source.name))
         let c = connection
@@ -115,6 +124,7 @@ struct StepMigration {
         var reused = Set<String>()
         var count = 0
         func snapshot(_ map: StoreMigrationStep.EntityMapping, _ old: TableLayout, _ p: Int) throws -> String? {
+            if let end = old.derivedEnd(p), end.spansFamily { throw EntityFamilyLinks.refusedMigration(of: old.entityName, end.name, target: schema) }
             guard let keys = oldKeys(old, p, renamedTo: renamedTo) else { return nil }
             let name = quote("_pk_links_\(count)")
             count += 1
