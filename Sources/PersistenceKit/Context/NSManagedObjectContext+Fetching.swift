@@ -222,7 +222,16 @@ extension NSManagedObjectContext {
             || (!windowed && (!request.sortRules.isEmpty || request.fetchLimit > 0 || request.fetchOffset > 0))
         var matches: [NSManagedObject] = []
         var unfiltered: [NSManagedObject] = []
-        if !defersRows { registeredByID.reserveCapacity(registeredByID.count + rows.count) }
+        if !defersRows {
+            registeredByID.reserveCapacity(registeredByID.count + rows.count)
+            // Every row becomes one of these objects: room for all at once (grown by
+            // doubling, the list was copied about log2(rows) times per fetch).
+            if storeFilter != nil && requestFilter != nil {
+                matches.reserveCapacity(rows.count)
+            } else {
+                unfiltered.reserveCapacity(rows.count)
+            }
+        }
         // Registered objects whose values are older than the row just read (another context
         // saved and this one has not merged): the predicate and the sort judge the row, as
         // the store's WHERE and ORDER BY do; otherwise the sort, and so a limit, would use

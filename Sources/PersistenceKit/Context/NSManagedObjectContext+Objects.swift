@@ -340,8 +340,17 @@ extension NSManagedObjectContext {
     func register(taking row: inout StoreRow, entity: NSEntityDescription, storeNumber: UInt32) -> NSManagedObject {
         let key = ObjectKey(row: row.id, storeNumber: storeNumber)
         let entity = entity.forRow(row.id)
-        if let o = registeredByID[key, entity] {
+        let (registered, slot) = registeredByID.lookup(key, entity)
+        if let o = registered {
             if o.flags.contains(.fault) { o.holdRow(taking: &row) }
+            return o
+        }
+        // No stand-in to adopt (adopting one registers it, which moves the slot): the new
+        // fault goes into the slot the lookup found, without probing the table again.
+        if standIns.isEmpty {
+            let o = makeFault(entity, takingRow: &row)
+            o.setObjectKey(key)
+            registeredByID.insert(o, into: slot)
             return o
         }
         return fault(for: key, entity: entity, takingRow: &row)

@@ -64,6 +64,36 @@ struct ObjectRegistry {
         return found ? buckets[i].object : nil
     }
 
+    /// Where a lookup of a key left off: the bucket of the object registered with it, or
+    /// the empty bucket where an object with it would go (see ``insert(_:into:)``).
+    struct Slot {
+        fileprivate let index: Int
+        fileprivate let hash: Int
+    }
+
+    /// The object registered with `key` of `entity`, or else the slot to register one in
+    /// with ``insert(_:into:)``: one probe of the table for a lookup followed by an insert,
+    /// where `insert(_:)` probed it a second time and hashed the key again.
+    @inline(__always)
+    func lookup(_ key: ObjectKey, _ entity: NSEntityDescription) -> (object: NSManagedObject?, slot: Slot) {
+        let (i, found, hash) = find(key, entity)
+        return (found ? buckets[i].object : nil, Slot(index: i, hash: hash))
+    }
+
+    /// Registers `object`, which has the key and entity that ``lookup(_:_:)`` found no
+    /// object for, in the slot it returned. Valid only while the table is unchanged since
+    /// that lookup: an insert or removal in between moves or fills the slot, and the object
+    /// would go into the wrong bucket (a later lookup misses it, or it overwrites another).
+    @inline(__always)
+    mutating func insert(_ object: NSManagedObject, into slot: Slot) {
+        assert(
+            { let f = find(object.objectKey, object.entity); return f.index == slot.index && !f.found && f.hash == slot.hash }(),
+            "PersistenceKit internal error: a stale registry slot")
+        buckets[slot.index] = Bucket(hash: slot.hash, object: object)
+        count += 1
+        if count * 2 > buckets.count { grow() }
+    }
+
     /// Whether `object` is registered here (under its key).
     func contains(_ object: NSManagedObject) -> Bool {
         self[object.objectKey, object.entity] === object
