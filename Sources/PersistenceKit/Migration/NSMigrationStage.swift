@@ -49,10 +49,11 @@ public final class NSLightweightMigrationStage: NSMigrationStage, @unchecked Sen
 /// `manager.container` (a container loaded with that version's model).
 public final class NSCustomMigrationStage: NSMigrationStage, @unchecked Sendable {
     // @unchecked Sendable: NSMigrationStage's proof; this class adds two `let`s of Sendable
-    // references and the handlers, which are read and written only under `handlers`' lock.
-    // A handler itself runs on the thread that loads the store, outside the lock.
+    // references and the handlers, which are read and written only under `handlers`' lock
+    // and are `@Sendable` themselves: a handler set on one thread runs on the thread that
+    // loads the store (outside the lock), so what it captures must be safe to share.
 
-    private typealias Handler = (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void
+    private typealias Handler = @Sendable (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void
     private let handlers = Lock<(will: Handler?, did: Handler?)>((nil, nil))
 
     /// The model version the stage starts from.
@@ -60,13 +61,14 @@ public final class NSCustomMigrationStage: NSMigrationStage, @unchecked Sendable
     /// The model version the stage ends at.
     public let nextModel: NSManagedObjectModelReference
     /// Runs before the rows are migrated, with `manager.container` on the old version.
-    public var willMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
+    /// The handler may run on another thread than the one that set it, so it is `@Sendable`.
+    public var willMigrateHandler: (@Sendable (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
         get { handlers.withLock { $0.will } }
         set { handlers.withLock { $0.will = newValue } }
     }
     /// Runs after the rows are migrated, with `manager.container` on the new version (fill a
     /// new attribute here).
-    public var didMigrateHandler: ((NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
+    public var didMigrateHandler: (@Sendable (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void)? {
         get { handlers.withLock { $0.did } }
         set { handlers.withLock { $0.did = newValue } }
     }

@@ -9,9 +9,11 @@ import Synchronization
 /// back, and the next borrower opens a fresh one: the pool reconnects by itself.
 ///
 /// # Thread safety
-/// `state` is guarded by `condition`; a borrowed connection belongs to its borrower alone.
+/// `idle`, `open` and `closed` are guarded by `condition`; a borrowed connection belongs to
+/// its borrower alone.
 final class ConnectionPool: @unchecked Sendable {
-    // @unchecked Sendable: `state` is read and written only while `condition` is locked.
+    // @unchecked Sendable: `idle`, `open` and `closed` are read and written only while
+    // `condition` is locked; the other stored properties are `let`s of Sendable types.
     private let condition = NSCondition()
     private var idle: [PostgreSQLConnection] = []
     private var open = 0
