@@ -68,59 +68,97 @@ struct ServerCrashTests {
 
         let stream = Stream()
         var next = 0
-        // Five crashes, and more (up to twelve) until one has landed inside a commit rather
-        // than in the save's read of the shelf or between saves.
-        var round = 0
-        while round < 5 || (round < 12 && !Self.anyLostCommit(stream)) {
-            defer { round += 1 }
-            stream.stop.store(false, ordering: .releasing)
-            let first = next
-            let saver = Task.detached { () -> Int in
-                var n = first
-                while !stream.stop.load(ordering: .acquiring) {
-                    let result = await Self.save(n, shelf: shelf, in: container)
-                    let outcome: Outcome
-                    switch result {
-                    case .success: outcome = .acknowledged
-                    case let .failure(error):
-                        let e = Self.storeError(error)
-                        outcome = .failed(e?.kind ?? .query, e?.commitOutcome)
-                        #expect(e != nil, "a save failed with an error that is not the store's: \(error)")
-                    }
-                    stream.outcomes.withLock { $0[n] = outcome }
-                    n += 1
-                    // The server is down: the stream ends with its first failed save.
-                    if outcome != .acknowledged { break }
-                }
-                return n
+        // Five crashes at random points: in the save's read of the shelf, in one of its round
+        // trips, or between saves.
+        for round in 0..<5 {
+            next = try await Self.crashRound(round, from: next, stream: stream, shelf: shelf, container: container, server: server) {
+                try await Task.sleep(for: .microseconds(Int.random(in: 0..<30_000)))
             }
-            // The stream runs (three saves acknowledged), then the server dies at a random
-            // point of the saves that follow.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while stream.outcomes.withLock({ o in (first..<(first + 3)).filter { o[$0] == .acknowledged }.count }) < 3 {
-                #expect(ContinuousClock.now < deadline, "the saves did not start in round \(round)")
+        }
+        // One crash inside a commit, which random points reach only now and then (a save's
+        // COMMIT is one short round trip): a deferred trigger makes each COMMIT that writes
+        // a book sleep on the server, and the server dies once a backend is seen sleeping.
+        let admin = try AdminConnection(url: try server.url)
+        try admin.run(
+            """
+            CREATE FUNCTION "public".pk_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER pk_slow_commit AFTER INSERT ON "public"."Book"
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "public".pk_slow_commit();
+            """)
+        next = try await Self.crashRound(
+            5, from: next, acknowledgedFirst: 0, stream: stream, shelf: shelf, container: container, server: server
+        ) {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try admin.column(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query = 'COMMIT'") == ["0"]
+            {
+                #expect(ContinuousClock.now < deadline, "no COMMIT was seen running its deferred trigger")
                 if ContinuousClock.now >= deadline { break }
                 try await Task.sleep(for: .milliseconds(2))
             }
-            try await Task.sleep(for: .microseconds(Int.random(in: 0..<30_000)))
-            try server.kill()
-            stream.stop.store(true, ordering: .releasing)
-            next = await saver.value
-            try server.start()
-            try Self.expectWhole(server: server, outcomes: stream.outcomes.withLock { $0 }, upTo: next)
-
-            // The same store saves again: its dropped connections are replaced.
-            let result = await Self.save(next, shelf: shelf, in: container)
-            var outcome = Outcome.acknowledged
-            if case let .failure(error) = result {
-                Issue.record("the first save after the restart failed (\(String(describing: Self.storeError(error)?.kind))): \(error)")
-                outcome = .failed(Self.storeError(error)?.kind ?? .query, Self.storeError(error)?.commitOutcome)
-            }
-            stream.outcomes.withLock { $0[next] = outcome }
-            next += 1
+        } beforeLastSave: {
+            let restarted = try AdminConnection(url: try server.url)
+            try restarted.run("DROP TRIGGER pk_slow_commit ON \"public\".\"Book\"; DROP FUNCTION \"public\".pk_slow_commit()")
         }
         try Self.expectWhole(server: server, outcomes: stream.outcomes.withLock { $0 }, upTo: next)
         #expect(Self.anyLostCommit(stream), "no crash landed inside a commit")
+    }
+
+    /// One round: a stream of saves numbered from `first` runs until `acknowledgedFirst` of
+    /// them are acknowledged and `killWhen` returns; then the server dies, the stream ends with its first failed
+    /// save, the server starts again, the database is checked against what each save was
+    /// told, and the same store saves once more (its dropped connections replaced). Returns
+    /// the next save's number.
+    static func crashRound(
+        _ round: Int, from first: Int, acknowledgedFirst: Int = 3, stream: Stream, shelf: NSManagedObjectID, container: NSPersistentContainer,
+        server: PrivateServer, killWhen: () async throws -> Void, beforeLastSave: () throws -> Void = {}
+    ) async throws -> Int {
+        stream.stop.store(false, ordering: .releasing)
+        let saver = Task.detached { () -> Int in
+            var n = first
+            while !stream.stop.load(ordering: .acquiring) {
+                let result = await Self.save(n, shelf: shelf, in: container)
+                let outcome: Outcome
+                switch result {
+                case .success: outcome = .acknowledged
+                case let .failure(error):
+                    let e = Self.storeError(error)
+                    outcome = .failed(e?.kind ?? .query, e?.commitOutcome)
+                    #expect(e != nil, "a save failed with an error that is not the store's: \(error)")
+                }
+                stream.outcomes.withLock { $0[n] = outcome }
+                n += 1
+                // The server is down: the stream ends with its first failed save.
+                if outcome != .acknowledged { break }
+            }
+            return n
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while stream.outcomes.withLock({ o in (first..<(first + acknowledgedFirst)).filter { o[$0] == .acknowledged }.count })
+            < acknowledgedFirst
+        {
+            #expect(ContinuousClock.now < deadline, "the saves did not start in round \(round)")
+            if ContinuousClock.now >= deadline { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        try await killWhen()
+        try server.kill()
+        stream.stop.store(true, ordering: .releasing)
+        var next = await saver.value
+        try server.start()
+        try Self.expectWhole(server: server, outcomes: stream.outcomes.withLock { $0 }, upTo: next)
+        try beforeLastSave()
+
+        let result = await Self.save(next, shelf: shelf, in: container)
+        var outcome = Outcome.acknowledged
+        if case let .failure(error) = result {
+            Issue.record("the first save after the restart in round \(round) failed (\(String(describing: Self.storeError(error)?.kind))): \(error)")
+            outcome = .failed(Self.storeError(error)?.kind ?? .query, Self.storeError(error)?.commitOutcome)
+        }
+        stream.outcomes.withLock { $0[next] = outcome }
+        next += 1
+        return next
     }
 
     /// Whether a save of the stream lost its connection while committing.
