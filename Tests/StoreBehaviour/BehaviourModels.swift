@@ -101,6 +101,23 @@ final class SBTag: NSManagedObject {
     @Attribute var uses: Int64 = 0
 }
 
+/// A vehicle whose plate is unique among every vehicle, cars and trucks included.
+class SBVehicle: NSManagedObject {
+    @Attribute(.unique) var plate: String = ""
+    @Attribute var seats: Int64 = 0
+}
+
+/// A car, a vehicle; its `vin` is unique among cars only.
+final class SBCar: SBVehicle {
+    @Attribute(.unique) var vin: String?
+}
+
+/// A truck, a vehicle; its `vin` is unique among trucks only.
+final class SBTruck: SBVehicle {
+    @Attribute(.unique) var vin: String?
+    @Attribute var axles: Int64 = 2
+}
+
 /// A place: a composite of two numbers and an optional label.
 struct SBLocation: CompositeAttribute, Equatable {
     var latitude: Double
@@ -128,5 +145,6 @@ enum BehaviourModels {
     static let playlists: [NSManagedObject.Type] = [SBPlaylist.self, SBSong.self]
     static let zoo: [NSManagedObject.Type] = [SBAnimal.self, SBDog.self, SBPuppy.self, SBCat.self]
     static let tags: [NSManagedObject.Type] = [SBTag.self]
+    static let fleet: [NSManagedObject.Type] = [SBVehicle.self, SBCar.self, SBTruck.self]
     static let places: [NSManagedObject.Type] = [SBPlace.self]
 }

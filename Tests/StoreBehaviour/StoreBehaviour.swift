@@ -62,6 +62,9 @@ public enum StoreBehaviour {
         case concurrentToManyEdits
         /// A uniqueness constraint conflict with a stored object, between two coordinators.
         case uniqueness
+        /// A uniqueness constraint a parent entity declares holds across its sub-entities
+        /// together; one a sub-entity declares holds among that sub-entity's objects only.
+        case familyUniqueness
         /// Batch insert, update and delete change the stored objects.
         case batchRequests
         /// Refreshing an object another coordinator changed reads the new values; fetches
@@ -89,6 +92,7 @@ public enum StoreBehaviour {
             case .mergePolicies: "conflicts between coordinators under each merge policy"
             case .concurrentToManyEdits: "two coordinators adding to one to-many"
             case .uniqueness: "uniqueness constraint conflicts"
+            case .familyUniqueness: "uniqueness constraints across an entity family"
             case .batchRequests: "batch insert, update and delete"
             case .refresh: "refreshing a stale object"
             }
@@ -115,6 +119,7 @@ public enum StoreBehaviour {
             case .mergePolicies: try await StoreBehaviour.mergePolicies(store)
             case .concurrentToManyEdits: try await StoreBehaviour.concurrentToManyEdits(store)
             case .uniqueness: try await StoreBehaviour.uniqueness(store)
+            case .familyUniqueness: try await StoreBehaviour.familyUniqueness(store)
             case .batchRequests: try await StoreBehaviour.batchRequests(store)
             case .refresh: try await StoreBehaviour.refresh(store)
             }

@@ -18,7 +18,8 @@ public struct StoreCommitSupport: Sendable {
     /// (empty: no entity has any). A constraint an entity inherits holds across the family
     /// of the entity declaring it, which ``constraintConflicts(in:storedRows:stored:)`` checks.
     public let uniqueColumns: [Int32: [[Int]]]
-    private let uniqueConstraints: UniqueConstraints
+    /// The model's uniqueness constraints, each once (see ``uniquenessConstraints``).
+    let uniqueConstraints: UniqueConstraints
 
     /// Prepares the support for stores of `model` (which is sealed, as a coordinator seals it).
     public init(model: NSManagedObjectModel) {

@@ -18,6 +18,9 @@ struct SchemaBuilder {
         var layoutVersion: String
     }
 
+    /// The uniqueness constraints that span an entity family, kept in key tables.
+    var family: FamilyUniqueness { FamilyUniqueness(layouts: layouts, support: support, schema: schema) }
+
     var metadataTable: String { "\(quote(schema)).\(quote("_pk_metadata"))" }
     var keysTable: String { "\(quote(schema)).\(quote("_pk_keys"))" }
 
@@ -33,7 +36,9 @@ struct SchemaBuilder {
             do {
                 let opened = try read(c)
                 try check(opened)
-                return opened
+                if try !family.isMissing(on: c) { return opened }
+                // A store made when family constraints were held per table: its key tables
+                // are made below, under the lock.
             } catch let e as PostgreSQLStoreError where e.sqlState == "42P01" || e.sqlState == "3F000" {
                 // No metadata table (or no schema) yet: create the store below.
             }
@@ -46,6 +51,7 @@ struct SchemaBuilder {
                 if exists.text(0, 0) == "t" {
                     opened = try read(c)
                     try check(opened)
+                    if try family.isMissing(on: c) { try family.create(on: c, target: target) }
                 } else {
                     opened = try create(c)
                 }
@@ -112,6 +118,7 @@ struct SchemaBuilder {
             for statement in Self.createJoinTable(end) { try c.execute(statement) }
         }
         for index in Self.indexes(of: layouts, support: support) { try c.execute(index.createStatement(schema: schema)) }
+        try family.create(on: c, target: target)
         try c.execute("CREATE TABLE \(keysTable) (entity text PRIMARY KEY, next bigint NOT NULL)")
         for t in layouts {
             try c.execute("INSERT INTO \(keysTable) (entity, next) VALUES ($1, 1)", [.text(t.entityName)], prepare: false)
@@ -152,8 +159,10 @@ struct SchemaBuilder {
     }
 
     /// The indexes and uniqueness constraints a store of these layouts has: an index per
-    /// indexed column, a deferred unique constraint per uniqueness constraint.
+    /// indexed column, a deferred unique constraint per uniqueness constraint of one entity
+    /// (one spanning a family is kept by ``FamilyUniqueness``).
     static func indexes(of layouts: [TableLayout], support: StoreCommitSupport) -> [StoreIndex] {
+        let family = FamilyUniqueness(layouts: layouts, support: support, schema: "")
         var all: [StoreIndex] = []
         for t in layouts {
             for col in t.columns where col.indexed {
@@ -174,7 +183,8 @@ struct SchemaBuilder {
                 all.append(
                     StoreIndex(name: "pk_idx_\(t.entity)_\(col.property)_gin", table: t.entityName, columns: [col.name], unique: false))
             }
-            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated() {
+            for (k, constraint) in (support.uniqueColumns[t.entity] ?? []).enumerated()
+            where !family.spansFamily(t.entity, columns: constraint) {
                 let names = constraint.compactMap { t.column($0)?.name }
                 all.append(StoreIndex(name: "pk_uq_\(t.entity)_\(k)", table: t.entityName, columns: names, unique: true))
             }

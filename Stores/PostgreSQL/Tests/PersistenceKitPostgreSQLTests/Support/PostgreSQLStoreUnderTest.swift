@@ -19,8 +19,8 @@ struct PostgreSQLStoreUnderTest: StoreUnderTest {
 
     func supports(_ check: StoreBehaviour.Check) -> Bool {
         switch check {
-        // PostgreSQL's `text` cannot hold NUL, and the store sends strings as C strings: a
-        // string with NUL is stored cut short at it, without an error (Docs/Scaling.md).
+        // PostgreSQL's `text` cannot hold NUL: a save of a string with NUL is refused with
+        // `textHoldsNUL` (Docs/Scaling.md), where the check expects it to read back.
         case .controlCharacters: false
         default: true
         }

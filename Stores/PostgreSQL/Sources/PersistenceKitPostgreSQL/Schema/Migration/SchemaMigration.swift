@@ -57,10 +57,17 @@ enum SchemaMigration {
                 try c.execute("ROLLBACK")
                 return
             }
+            // Family key tables and their triggers name columns the steps may rename or
+            // drop: they are made again from the migrated rows at the end.
+            try FamilyUniqueness.dropAll(schema: schema, on: c)
             for step in steps {
                 try StepMigration(step: step, schema: schema, connection: c).run()
             }
-            let hash = StoreCommitSupport(model: request.destination).modelLayoutHash
+            let destination = StoreCommitSupport(model: request.destination)
+            let family = FamilyUniqueness(
+                layouts: try TableLayout.all(of: request.destination, schema: schema), support: destination, schema: schema)
+            try family.create(on: c, target: target)
+            let hash = destination.modelLayoutHash
             try c.execute(
                 "UPDATE \(metadataTable) SET value = $2 WHERE key = $1", [.text(PersistenceKitModelLayoutHashKey), .text(hash)],
                 prepare: false)
