@@ -51,12 +51,12 @@ extension NSPersistentStoreCoordinator {
     /// staged migration manager) allow it. Returns whether it asked the migrator.
     /// - Throws: as ``migrateFileStore(at:options:staged:durability:)``.
     func migrateInPlace(
-        with migrator: StoreMigrator, at url: URL?, options: [String: String], staged: NSStagedMigrationManager?
+        with migrator: StoreMigrator, type: String, at url: URL?, options: [String: String], staged: NSStagedMigrationManager?
     ) throws -> Bool {
         let automatic = Self.isOn(NSMigratePersistentStoresAutomaticallyOption, in: options)
             && Self.isOn(NSInferMappingModelAutomaticallyOption, in: options)
         guard automatic || staged != nil else { return false }
-        let request = StoreMigrationRequest(url: url, options: options, destination: managedObjectModel, staged: staged)
+        let request = StoreMigrationRequest(url: url, options: options, destination: managedObjectModel, staged: staged, storeType: type)
         // A database URL may carry a password; messages never show it.
         let place = url.flatMap { u -> String? in
             var c = URLComponents(url: u, resolvingAgainstBaseURL: false)
@@ -83,15 +83,26 @@ extension NSPersistentStoreCoordinator {
     }
 
     /// Runs a custom stage's handler with `manager.container` loaded with `model` on the
-    /// store, and closes that container's store afterwards.
+    /// file store at `url`, and closes that container's store afterwards.
     private static func run(
         _ handler: (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void, of stage: NSCustomMigrationStage,
         manager: NSStagedMigrationManager, model: NSManagedObjectModel, url: URL, durability: FileStore.Durability
     ) throws {
-        let container = NSPersistentContainer(name: stage.label ?? "Migration", managedObjectModel: model)
         let description = NSPersistentStoreDescription(url: url)
         description.setOption(durability.rawValue, forKey: FileStore.durabilityOptionKey)
         description.shouldMigrateStoreAutomatically = false
+        try runStageHandler(handler, of: stage, manager: manager, model: model, description: description)
+    }
+
+    /// Runs a custom stage's handler with `manager.container` loaded with `model` on the
+    /// store `description` names (automatic migration off), and removes that container's
+    /// store from its coordinator afterwards (a file store is closed then; another store
+    /// lets go of what it holds when released).
+    static func runStageHandler(
+        _ handler: (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void, of stage: NSCustomMigrationStage,
+        manager: NSStagedMigrationManager, model: NSManagedObjectModel, description: NSPersistentStoreDescription
+    ) throws(MigrationError) {
+        let container = NSPersistentContainer(name: stage.label ?? "Migration", managedObjectModel: model)
         container.persistentStoreDescriptions = [description]
         let failure = Lock<(any Error)?>(nil)
         container.loadPersistentStores { _, error in failure.withLock { $0 = error } }

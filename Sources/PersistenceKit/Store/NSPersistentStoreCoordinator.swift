@@ -176,7 +176,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             store = try factory(url, options ?? [:], managedObjectModel)
         } catch let error as CoreDataError where error.code == .persistentStoreIncompatibleVersionHash && type != NSFileStoreType {
             guard let migrator = Self.migrators.withLock({ $0[type] }),
-                try migrateInPlace(with: migrator, at: url, options: options ?? [:], staged: staged)
+                try migrateInPlace(with: migrator, type: type, at: url, options: options ?? [:], staged: staged)
             else { throw error }
             // Opened once more, without migrating again: a store still at another model (a
             // third version written meanwhile) is reported, not migrated in a loop.

@@ -10,9 +10,17 @@ import Foundation
 /// or a staged migration manager), the coordinator calls the migrator once, then opens the
 /// store again. The migrator must read the model the store was written with itself (under
 /// whatever lock keeps two processes from migrating at once), ask
-/// ``StoreMigrationRequest/steps(fromLayoutHash:)`` for the steps, and apply them all or
-/// nothing. A store already at ``StoreMigrationRequest/destination`` (another process
+/// ``StoreMigrationRequest/steps(fromLayoutHash:runsHandlers:)`` for the steps, and apply them
+/// all or nothing. A store already at ``StoreMigrationRequest/destination`` (another process
 /// migrated it meanwhile) is left as it is, without error.
+///
+/// A migrator that runs custom stages' handlers asks for the steps with `runsHandlers: true`
+/// and commits each step of those that have handlers on its own: it calls
+/// ``StoreMigrationRequest/runWillMigrateHandler(of:)`` before the step's changes and
+/// ``StoreMigrationRequest/runDidMigrateHandler(of:)`` once they are committed, as the file
+/// store does. The handlers open the store at the step's model through this store type,
+/// with automatic migration off, on connections or handles of their own, so the migrator
+/// must hold no lock then that such an open, or the handler's saves, would wait for.
 ///
 /// - Throws: ``MigrationError`` (the coordinator wraps it in a ``CoreDataError`` `.migration`
 ///   or `.migrationMissingSourceModel`), or the store's own error, which the coordinator wraps
@@ -31,6 +39,8 @@ public struct StoreMigrationRequest: Sendable {
     /// The coordinator's model, which the store must end at.
     public let destination: NSManagedObjectModel
     let staged: NSStagedMigrationManager?
+    /// The store's type, under which a custom stage's handler opens it.
+    let storeType: String
 
     /// The steps from the model whose layout hash the store recorded (the hash stores keep
     /// under ``PersistenceKitModelLayoutHashKey``) to ``destination``, each with its inferred
@@ -38,25 +48,56 @@ public struct StoreMigrationRequest: Sendable {
     /// for a file store: among the staged migration manager's stages, else among the versions
     /// of the Xcode model file ``destination`` was read from.
     ///
+    /// - Parameter runsHandlers: whether the migrator runs custom stages' handlers around the
+    ///   steps that have them (see ``StoreMigrator``); when false such a step is refused.
     /// - Throws: ``MigrationError`` `.missingSourceModel` when no known model has that hash,
-    ///   `.invalidStages` when a stage is invalid or is a custom stage with handlers (their
-    ///   code runs between steps through a container, which in-place migrations do not offer),
-    ///   and the lightweight checks' errors for a change that cannot be inferred.
-    public func steps(fromLayoutHash storeHash: String) throws(MigrationError) -> [StoreMigrationStep] {
+    ///   `.invalidStages` when a stage is invalid or, unless `runsHandlers`, is a custom stage
+    ///   with handlers (their code runs between steps through a container), and the
+    ///   lightweight checks' errors for a change that cannot be inferred.
+    public func steps(fromLayoutHash storeHash: String, runsHandlers: Bool = false) throws(MigrationError) -> [StoreMigrationStep] {
         destination.seal()
         if storeHash == destination.layoutHashString { return [] }
         let plan = try MigrationPlan(storeHash: storeHash, destination: destination, staged: staged)
         var steps: [StoreMigrationStep] = []
         for step in plan.steps {
-            if let custom = step.custom, custom.willMigrateHandler != nil || custom.didMigrateHandler != nil {
+            if !runsHandlers, let custom = step.custom, custom.willMigrateHandler != nil || custom.didMigrateHandler != nil {
                 throw MigrationError(
                     .invalidStages(custom.label ?? "custom stage"),
                     "this store type migrates in place and does not run custom stages' handlers; migrate with "
                         + "lightweight stages only, or run the handlers' work after loading the store.")
             }
-            steps.append(StoreMigrationStep(try InferredMapping(from: step.from, to: step.to)))
+            steps.append(StoreMigrationStep(try InferredMapping(from: step.from, to: step.to), custom: step.custom))
         }
         return steps
+    }
+
+    /// Runs `step`'s custom stage's `willMigrateHandler`, if it has one, with the staged
+    /// migration manager's `container` loaded with the step's ``StoreMigrationStep/source``
+    /// model on this store; the container's store is removed from its coordinator afterwards.
+    ///
+    /// - Throws: ``MigrationError`` `.handlerFailed` with the handler's error, `.store` when the
+    ///   store could not be opened at the step's source model.
+    public func runWillMigrateHandler(of step: StoreMigrationStep) throws(MigrationError) {
+        guard let custom = step.custom, let handler = custom.willMigrateHandler, let staged else { return }
+        try runHandler(handler, of: custom, manager: staged, model: step.source)
+    }
+
+    /// Runs `step`'s custom stage's `didMigrateHandler`, if it has one, as
+    /// ``runWillMigrateHandler(of:)`` does, with the step's ``StoreMigrationStep/destination``
+    /// model: call it once the step's changes are committed.
+    public func runDidMigrateHandler(of step: StoreMigrationStep) throws(MigrationError) {
+        guard let custom = step.custom, let handler = custom.didMigrateHandler, let staged else { return }
+        try runHandler(handler, of: custom, manager: staged, model: step.destination)
+    }
+
+    private func runHandler(
+        _ handler: (NSStagedMigrationManager, NSCustomMigrationStage) throws -> Void, of stage: NSCustomMigrationStage,
+        manager: NSStagedMigrationManager, model: NSManagedObjectModel
+    ) throws(MigrationError) {
+        let description = NSPersistentStoreDescription(url: url, type: storeType)
+        for (key, value) in options { description.setOption(value, forKey: key) }
+        description.shouldMigrateStoreAutomatically = false
+        try NSPersistentStoreCoordinator.runStageHandler(handler, of: stage, manager: manager, model: model, description: description)
     }
 }
 
@@ -85,8 +126,16 @@ public struct StoreMigrationStep: Sendable {
     /// One per destination entity that has a source entity; destination entities not
     /// listed are new, source entities not listed are removed.
     public let entities: [EntityMapping]
+    /// The custom stage around this step, whose handlers the request runs.
+    let custom: NSCustomMigrationStage?
 
-    init(_ mapping: InferredMapping) {
+    /// Whether a custom stage's handler runs before or after this step (see
+    /// ``StoreMigrationRequest/runWillMigrateHandler(of:)``): the migrator must then commit
+    /// this step on its own.
+    public var hasHandlers: Bool { custom.map { $0.willMigrateHandler != nil || $0.didMigrateHandler != nil } ?? false }
+
+    init(_ mapping: InferredMapping, custom: NSCustomMigrationStage?) {
+        self.custom = custom
         source = mapping.source
         destination = mapping.destination
         entities = mapping.entities.map { map in

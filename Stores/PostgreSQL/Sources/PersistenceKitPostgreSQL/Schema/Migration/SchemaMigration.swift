@@ -7,18 +7,19 @@ import Synchronization
 /// (which PostgreSQL runs inside transactions), the rows' values are checked and filled with
 /// statements, and the metadata table gets the new model hash in the same transaction. If
 /// any statement fails, the transaction rolls back and the store is as it was, at its old
-/// version; other processes never see a half-migrated schema.
+/// version; other processes never see a half-migrated schema. A step with a custom stage's
+/// handlers commits in a transaction of its own, between them.
 ///
 /// The mapping is the one a file store's migration infers (``StoreMigrationRequest``), so
 /// a change it cannot infer is the same ``PersistenceKit/MigrationError``, raised before any
 /// statement runs.
 ///
 /// # Concurrency
-/// The migration holds the schema's advisory lock (the one a store's creation takes) for
-/// its whole transaction and reads the stored model hash only once it holds it: a second
-/// process opening with the new model at once waits, then finds the store migrated and
-/// changes nothing. `ALTER TABLE` also waits for transactions reading or writing the table
-/// to end.
+/// The migration holds a session advisory lock of its own from before it reads the stored
+/// model hash until its last handler returned, and each transaction also holds the lock a
+/// store's creation takes: a second process opening with the new model at once waits, then
+/// finds the store migrated and changes nothing. `ALTER TABLE` also waits for transactions
+/// reading or writing the table to end.
 enum SchemaMigration {
     /// The migrations this process committed, by schema: what a test reads to see that of
     /// two processes opening a store at once, one migrated it.
@@ -27,50 +28,79 @@ enum SchemaMigration {
     /// Migrates the store `request` names to `request.destination`; does nothing when it is
     /// already there or does not exist (its first open creates it).
     ///
-    /// - Throws: ``PersistenceKit/MigrationError`` for a change that cannot be inferred or a
-    ///   stored value that stands in the way; ``PostgreSQLStoreError`` when the server fails
-    ///   (the coordinator reports both as a failed migration). The store is then unchanged.
+    /// The steps commit together in one transaction, except around a custom stage's
+    /// handlers: a step that has them commits on its own, after its `willMigrateHandler` ran
+    /// on the store at the old version and before its `didMigrateHandler` runs at the new
+    /// one, as a file store's staged migration does.
+    ///
+    /// - Throws: ``PersistenceKit/MigrationError`` for a change that cannot be inferred, a
+    ///   stored value that stands in the way or a handler that failed; ``PostgreSQLStoreError``
+    ///   when the server fails (the coordinator reports both as a failed migration). The store
+    ///   is then at the version its last committed step reached.
     static func migrate(_ request: StoreMigrationRequest) throws {
         let (conninfo, target) = try PostgreSQLStore.connectionInfo(url: request.url, options: request.options)
         let schema = request.options[PostgreSQLStore.schemaOptionKey] ?? "public"
         let c = try PostgreSQLConnection(conninfo: conninfo, target: target)
+        // One migration of a schema at a time, its handlers included: a second process
+        // loading the new model waits here, then finds the store migrated. A lock of the
+        // session, not of a transaction, as handlers run between transactions; it is another
+        // lock than the one each transaction below takes, which a handler's open of a store
+        // may take too. Closing the connection (when `c` is released) also releases it.
+        try c.execute("SELECT pg_advisory_lock(hashtext($1))", [.text("PersistenceKit migration " + schema)], prepare: false)
+        defer { _ = try? c.execute("SELECT pg_advisory_unlock(hashtext($1))", [.text("PersistenceKit migration " + schema)], prepare: false) }
+        while true {
+            guard let stored = try storedVersion(schema: schema, target: target, on: c) else { return }
+            let steps = try request.steps(fromLayoutHash: stored, runsHandlers: true)
+            guard let first = steps.first else { return }
+            if first.hasHandlers {
+                try request.runWillMigrateHandler(of: first)
+                try commit([first], from: stored, schema: schema, target: target, on: c)
+                try request.runDidMigrateHandler(of: first)
+            } else {
+                try commit(Array(steps.prefix { !$0.hasHandlers }), from: stored, schema: schema, target: target, on: c)
+            }
+        }
+    }
+
+    /// The stored model hash, once the layout is checked; nil when the schema holds no store.
+    private static func storedVersion(schema: String, target: String, on c: PostgreSQLConnection) throws -> String? {
+        let metadataTable = "\(quote(schema)).\(quote("_pk_metadata"))"
+        let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(metadataTable)], prepare: false)
+        guard exists.text(0, 0) == "t" else { return nil }
+        let r = try c.execute("SELECT key, value FROM \(metadataTable)")
+        var values: [String: String] = [:]
+        for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
+        // A store of another table layout is not migrated: its tables are not the ones the
+        // steps expect.
+        try SchemaBuilder.checkLayout(values[PostgreSQLStore.layoutVersionKey] ?? "", schema: schema, target: target)
+        return values[PersistenceKitModelLayoutHashKey] ?? ""
+    }
+
+    /// Applies `steps` in one transaction, which also records the last step's model hash.
+    /// The store must be at `stored` (the migration lock keeps it there).
+    private static func commit(_ steps: [StoreMigrationStep], from stored: String, schema: String, target: String, on c: PostgreSQLConnection) throws {
+        guard let last = steps.last else { return }
         let metadataTable = "\(quote(schema)).\(quote("_pk_metadata"))"
         try c.execute("BEGIN")
         do {
+            // The lock a store's creation takes (and an open that adds family key tables).
             try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("PersistenceKit " + schema)], prepare: false)
-            // Read under the lock: a migration that committed meanwhile is seen here.
-            let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(metadataTable)], prepare: false)
-            guard exists.text(0, 0) == "t" else {
-                try c.execute("ROLLBACK")
-                return
-            }
-            let r = try c.execute(
-                "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PersistenceKitModelLayoutHashKey)], prepare: false)
-            let storeHash = r.count == 1 ? r.text(0, 0) : ""
-            let v = try c.execute(
-                "SELECT value FROM \(metadataTable) WHERE key = $1", [.text(PostgreSQLStore.layoutVersionKey)], prepare: false)
-            // A store of another table layout is not migrated: its tables are not the ones
-            // the steps below expect.
-            try SchemaBuilder.checkLayout(v.count == 1 ? v.text(0, 0) : "", schema: schema, target: target)
-            let steps = try request.steps(fromLayoutHash: storeHash)
-            guard !steps.isEmpty else {
-                try c.execute("ROLLBACK")
-                return
-            }
             // Family key tables and their triggers name columns the steps may rename or
             // drop: they are made again from the migrated rows at the end.
             try FamilyUniqueness.dropAll(schema: schema, on: c)
             for step in steps {
                 try StepMigration(step: step, schema: schema, connection: c).run()
             }
-            let destination = StoreCommitSupport(model: request.destination)
+            let destination = StoreCommitSupport(model: last.destination)
             let family = FamilyUniqueness(
-                layouts: try TableLayout.all(of: request.destination, schema: schema), support: destination, schema: schema)
+                layouts: try TableLayout.all(of: last.destination, schema: schema), support: destination, schema: schema)
             try family.create(on: c, target: target)
-            let hash = destination.modelLayoutHash
-            try c.execute(
-                "UPDATE \(metadataTable) SET value = $2 WHERE key = $1", [.text(PersistenceKitModelLayoutHashKey), .text(hash)],
-                prepare: false)
+            let updated = try c.execute(
+                "UPDATE \(metadataTable) SET value = $3 WHERE key = $1 AND value = $2",
+                [.text(PersistenceKitModelLayoutHashKey), .text(stored), .text(destination.modelLayoutHash)], prepare: false)
+            // Only migrations change the hash, one at a time (the session lock): it is the
+            // one the steps were planned from.
+            assert(updated.affected == 1, "the stored model hash changed during a migration")
             try c.execute("COMMIT")
             committed.withLock { $0[schema, default: 0] += 1 }
         } catch {
