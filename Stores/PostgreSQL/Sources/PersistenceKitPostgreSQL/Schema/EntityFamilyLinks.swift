@@ -18,7 +18,8 @@ import PersistenceKit
 /// is a list of packed keys (``pack(_:)``), from which an unordered other end is read,
 /// across the family's tables when they hold the list. A store with such
 /// a link records table layout version 3 (``LinkLayout/familyVersion``), which earlier
-/// builds refuse; migrating it is refused (``refusedMigration(of:_:target:)``).
+/// builds refuse. Migrations renumber the entities these links hold (``FamilyLinkMigration``);
+/// one that changes how such a link is kept is refused (``refusedMigration(of:_:target:)``).
 enum EntityFamilyLinks {
     /// The name of the column after a to-one `relationship` into an entity family that holds
     /// the entity of the row it links to.
@@ -65,16 +66,16 @@ enum EntityFamilyLinks {
         return "(\(Int64(entity) * packFactor)::bigint + \(key))"
     }
 
-    /// The error for a migration step of a store with a link into an entity family kept
-    /// with entities (`entity`.`relationship`: a to-one, key list or join table end), or one
-    /// that would turn an end read across a family into another kind of link.
+    /// The error for a migration step that changes how a link into an entity family is kept
+    /// (`entity`.`relationship`: a to-one, key list or join table end, or an end read across
+    /// a family), which the migration does not convert (see ``FamilyLinkMigration``).
     static func refusedMigration(of entity: String, _ relationship: String, target: String) -> PostgreSQLStoreError {
         PostgreSQLStoreError(
             .unsupportedModel, target: target,
-            "relationship \(entity).\(relationship) links into an entity family, and migrating a store whose links into a "
-                + "family are kept with their entities, or turning an end read across a family into another kind of link, "
-                + "is not supported on PostgreSQL yet; export the objects and load them into a new store, or migrate the "
-                + "store as a file store.")
+            "relationship \(entity).\(relationship) links into an entity family, and this step changes how such a link is "
+                + "kept (to-one to to-many, a join table's family sides, a destination losing its sub-entities), which a "
+                + "PostgreSQL migration does not convert; keep the relationship's kind and add a new relationship filled in a "
+                + "custom migration stage, or export the objects and load them into a new store.")
     }
 }
 

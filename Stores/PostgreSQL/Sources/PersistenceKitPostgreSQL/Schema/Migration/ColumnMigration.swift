@@ -17,6 +17,8 @@ struct ColumnMigration {
     /// For new columns of ends that were derived (no column) in the source layout: the
     /// temporary table (`pk`, `keys`) listing each row's links as they were.
     var derivedValues: [Int: String] = [:]
+    /// How the step moves entity numbers, which links into entity families hold.
+    var renumbering: EntityRenumbering? = nil
 
     /// A destination column and the source column it keeps the values of.
     private struct Kept {
@@ -27,17 +29,21 @@ struct ColumnMigration {
     func run() throws {
         var kept: [Kept] = []
         var added: [Column] = []
-        var used = Set<Int>()
+        var used = Set<String>()
         for to in new.columns {
-            // A source column feeds one destination column; a second that names it starts empty.
-            if let p = map.sourceProperties[to.property], let from = old.column(p), used.insert(from.property).inserted {
+            // A source column feeds one destination column; a second that names it starts
+            // empty. A family to-one's entity column follows its key column.
+            if let p = map.sourceProperties[to.property],
+                let from = to.kind == .familyEntity ? old.columns.first(where: { $0.property == p && $0.kind == .familyEntity }) : old.column(p),
+                used.insert(from.name).inserted
+            {
                 kept.append(Kept(from: from, to: to))
             } else {
                 added.append(to)
             }
         }
         let c = connection
-        for col in old.columns where !used.contains(col.property) {
+        for col in old.columns where !used.contains(col.name) {
             try c.execute("ALTER TABLE \(table) DROP COLUMN \(col.quoted)")
         }
         // Through temporary names: two properties may trade names.
@@ -66,6 +72,36 @@ struct ColumnMigration {
             } else {
                 try add(col)
             }
+            // A to-one whose destination gained sub-entities: its links are to the
+            // destination itself.
+            if col.kind == .familyEntity, let key = new.column(col.property), case let .familyToOne(destination) = key.kind,
+                let p = map.sourceProperties[col.property], case .toOne? = old.column(p)?.kind
+            {
+                try c.execute("UPDATE \(table) SET \(col.quoted) = \(destination) WHERE \(key.quoted) IS NOT NULL")
+            }
+        }
+        for k in kept { try keepFamilyLinks(k) }
+    }
+
+    /// Renumbers the entities a kept family link holds, and packs a key list whose
+    /// destination gained sub-entities (see ``FamilyLinkMigration``).
+    private func keepFamilyLinks(_ k: Kept) throws {
+        let ordered = (map.destination.properties[k.to.property] as? NSRelationshipDescription)?.isOrdered ?? false
+        switch (k.from.kind, k.to.kind) {
+        case (.familyEntity, .familyEntity):
+            guard let renumbering, !renumbering.isIdentity, let key = new.column(k.to.property) else { return }
+            try renumbering.renumber(table: table, key: key.quoted, entity: k.to.quoted, on: connection)
+        case (.familyToMany, .familyToMany):
+            guard let renumbering, !renumbering.isIdentity else { return }
+            try renumbering.renumber(table: table, list: k.to.quoted, ordered: ordered, on: connection)
+        case let (.toMany, .familyToMany(destination)):
+            let f = EntityFamilyLinks.packFactor
+            let order = ordered ? "pkl.i" : "1"
+            try connection.execute(
+                "UPDATE \(table) SET \(k.to.quoted) = ARRAY(SELECT \(Int64(destination) * f)::bigint + pkl.k "
+                    + "FROM unnest(\(k.to.quoted)) WITH ORDINALITY pkl(k, i) ORDER BY \(order)) WHERE cardinality(\(k.to.quoted)) > 0")
+        default:
+            return
         }
     }
 

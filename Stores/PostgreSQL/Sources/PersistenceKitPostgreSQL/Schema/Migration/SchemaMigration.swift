@@ -92,9 +92,12 @@ enum SchemaMigration {
                 try StepMigration(step: step, schema: schema, connection: c).run()
             }
             let destination = StoreCommitSupport(model: last.destination)
-            let family = FamilyUniqueness(
-                layouts: try TableLayout.all(of: last.destination, schema: schema), support: destination, schema: schema)
-            try family.create(on: c, target: target)
+            let layouts = try TableLayout.all(of: last.destination, schema: schema)
+            try FamilyUniqueness(layouts: layouts, support: destination, schema: schema).create(on: c, target: target)
+            // Links into a family that come or go change the layout version (3 with them).
+            try c.execute(
+                "INSERT INTO \(metadataTable) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                [.text(PostgreSQLStore.layoutVersionKey), .text(LinkLayout.version(of: layouts))], prepare: false)
             let updated = try c.execute(
                 "UPDATE \(metadataTable) SET value = $3 WHERE key = $1 AND value = $2",
                 [.text(PersistenceKitModelLayoutHashKey), .text(stored), .text(destination.modelLayoutHash)], prepare: false)
@@ -125,16 +128,9 @@ struct StepMigration {
     func run() throws {
         let oldLayouts = try Dictionary(uniqueKeysWithValues: TableLayout.all(of: step.source, schema: schema).map { ($0.entityName, $0) })
         let newLayouts = try TableLayout.all(of: step.destination, schema: schema)
-        // A to-one into an entity family has an entity column the steps below do not keep.
-        for t in Array(oldLayouts.values) + newLayouts {
-            for col in t.columns {
-                if col.kind.isFamilyLink { throw EntityFamilyLinks.refusedMigration(of: t.entityName, col.name, target: schema) }
-            }
-            for end in t.derived where !end.joinEntityColumns.isEmpty {
-                throw EntityFamilyLinks.refusedMigration(of: t.entityName, end.name, target: schema)
-            }
-        }
         let newByName = Dictionary(uniqueKeysWithValues: newLayouts.map { ($0.entityName, $0) })
+        try FamilyLinkMigration.check(step, old: oldLayouts, new: newByName, schema: schema)
+        let renumbering = EntityRenumbering(step, old: oldLayouts, new: newByName)
         let kept = Set(step.entities.map(\.source.name))
         let c = connection
 
@@ -161,7 +157,10 @@ struct StepMigration {
         var reused = Set<String>()
         var count = 0
         func snapshot(_ map: StoreMigrationStep.EntityMapping, _ old: TableLayout, _ p: Int) throws -> String? {
-            if let end = old.derivedEnd(p), end.spansFamily { throw EntityFamilyLinks.refusedMigration(of: old.entityName, end.name, target: schema) }
+            // Such ends name their rows' entities, which the plain keys listed here lose.
+            if let end = old.derivedEnd(p), end.spansFamily || end.matchEntityColumn != nil || end.listedEntityColumn != nil || end.packedEntity != nil {
+                throw EntityFamilyLinks.refusedMigration(of: old.entityName, end.name, target: schema)
+            }
             guard let keys = oldKeys(old, p, renamedTo: renamedTo) else { return nil }
             let name = quote("_pk_links_\(count)")
             count += 1
@@ -182,6 +181,8 @@ struct StepMigration {
                     reused.insert(end.tableName)  // the same link, kept the same way
                     continue
                 }
+                // A join table with entity columns under a new name: renamed below.
+                if let p, let was = old.derivedEnd(p), was.ownsJoinTable, !end.joinEntityColumns.isEmpty { continue }
                 newJoins.append((end, try p.flatMap { try snapshot(map, old, $0) }))
             }
         }
@@ -189,16 +190,25 @@ struct StepMigration {
             guard let old = oldLayouts[map.source.name], let new = newByName[map.destination.name] else { continue }
             try ColumnMigration(
                 map: map, old: old, new: new, table: table(map.destination.name), connection: c,
-                derivedValues: snapshots[map.destination.name] ?? [:]
+                derivedValues: snapshots[map.destination.name] ?? [:], renumbering: renumbering
             ).run()
         }
-        for name in oldJoinTables.subtracting(reused) { try c.execute("DROP TABLE \(table(name))") }
+        let joinRenames = FamilyLinkMigration.joinTableRenames(step, old: oldLayouts, new: newByName)
+        for name in oldJoinTables.subtracting(reused).subtracting(joinRenames.map(\.from)) { try c.execute("DROP TABLE \(table(name))") }
+        try FamilyLinkMigration.rename(joinRenames, schema: schema, on: c)
         for (end, listed) in newJoins {
             for statement in SchemaBuilder.createJoinTable(end) { try c.execute(statement) }
             if let listed {
                 try c.execute(
                     "INSERT INTO \(end.table) (\"source\", \"target\") SELECT l.pk, k FROM \(listed) l, unnest(l.keys) k "
                         + "ON CONFLICT DO NOTHING")
+            }
+        }
+        if !renumbering.isIdentity {
+            var done = Set<String>()
+            for end in newLayouts.flatMap(\.derived) where end.ownsJoinTable && !end.joinEntityColumns.isEmpty {
+                guard done.insert(end.tableName).inserted else { continue }
+                try renumbering.renumber(joinTable: end.table, entityColumns: end.joinEntityColumns, on: c)
             }
         }
         let mapped = Set(step.entities.map(\.destination.name))
