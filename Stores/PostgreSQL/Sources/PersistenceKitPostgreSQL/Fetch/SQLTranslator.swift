@@ -10,7 +10,8 @@ import PersistenceKit
 /// stores answer it. Translated: comparisons of attributes and to-ones with constants (Swift's
 /// optional semantics for nil, NaN unordered), `IN`, case- and diacritic-sensitive string
 /// tests (`==`, `BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`), `&&`, `||`, `!`, key paths
-/// through to-ones (as left joins), `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
+/// through to-ones (as left joins, across a family's tables for a to-one into one),
+/// `ANY`/`ALL`/`NONE` over to-manys (as `EXISTS`) and
 /// to-many counts (ends without a column, as `EXISTS` and `count(*)` subqueries on the
 /// owning end's column or join table). Left to memory: case- or diacritic-insensitive and
 /// `MATCHES` string tests, comparisons of values of another kind than the column's, and what
@@ -28,6 +29,9 @@ struct SQLTranslator {
         var entity: Int32
         var joins: [String] = []
         var joined: [[Int]: (alias: String, entity: Int32)] = [:]
+        /// Aliases of joins into an entity family (see `SQLTranslator+Family.swift`): their
+        /// rows may be of any entity of it, so ends read for them are left to memory.
+        var familyAliases: Set<String> = []
     }
 
     /// The SQL of a condition, and whether it is exactly the condition (else a superset).
@@ -125,8 +129,9 @@ struct SQLTranslator {
     mutating func column(_ path: StorePath, _ scope: inout Scope) -> (String, ColumnKind)? {
         guard let (alias, entity) = table(path, &scope) else { return nil }
         if let end = layouts[Int(entity)].derivedEnd(path.property) {
-            // A family's links are listed as packed keys with their entities: left to memory.
-            if end.listsEntities { return nil }
+            // A family's links are listed as packed keys with their entities, and a joined
+            // family row's end matches its own entity: left to memory.
+            if end.listsEntities || scope.familyAliases.contains(alias) { return nil }
             // A derived end's keys, listed from the owning column (`= ANY` and `cardinality`
             // read them as a stored list's).
             return (end.keys(of: "\(alias).\"_pk\""), .toMany(destination: end.destination))
@@ -143,12 +148,15 @@ struct SQLTranslator {
     /// The derived end `path` names, and the SQL key of the row it is read for, joining the
     /// to-ones it goes through; nil when the property is not a derived end.
     mutating func derivedEnd(_ path: StorePath, _ scope: inout Scope) -> (key: String, end: DerivedEnd)? {
-        guard let (alias, entity) = table(path, &scope), let end = layouts[Int(entity)].derivedEnd(path.property) else { return nil }
+        guard let (alias, entity) = table(path, &scope), !scope.familyAliases.contains(alias),
+            let end = layouts[Int(entity)].derivedEnd(path.property)
+        else { return nil }
         return ("\(alias).\"_pk\"", end)
     }
 
     /// The alias and entity of the table holding `path`'s property, joining the to-ones it
-    /// goes through; nil when a step is not a stored to-one.
+    /// goes through (a to-one into a family joins the family's tables, under the
+    /// destination's entity); nil when a step is not a stored to-one.
     mutating func table(_ path: StorePath, _ scope: inout Scope) -> (String, Int32)? {
         var alias = scope.alias
         var entity = scope.entity
@@ -159,10 +167,21 @@ struct SQLTranslator {
                 entity = j.entity
                 continue
             }
-            guard let col = layouts[Int(entity)].column(step), case let .toOne(destination) = col.kind else { return nil }
+            guard let col = layouts[Int(entity)].column(step) else { return nil }
             aliasCount += 1
             let next = "j\(aliasCount)"
-            scope.joins.append("LEFT JOIN \(layouts[Int(destination)].table) \(next) ON \(next).\"_pk\" = \(alias).\(col.quoted)")
+            let destination: Int32
+            switch col.kind {
+            case let .toOne(d):
+                destination = d
+                scope.joins.append("LEFT JOIN \(layouts[Int(d)].table) \(next) ON \(next).\"_pk\" = \(alias).\(col.quoted)")
+            case let .familyToOne(d):
+                destination = d
+                scope.joins.append(familyJoin(next, destination: d, from: alias, in: entity, key: col))
+                scope.familyAliases.insert(next)
+            default:
+                return nil
+            }
             scope.joined[prefix] = (next, destination)
             alias = next
             entity = destination

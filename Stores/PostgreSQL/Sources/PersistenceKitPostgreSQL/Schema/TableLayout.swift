@@ -80,6 +80,9 @@ struct TableLayout: Sendable {
     let derivedOfProperty: [Int?]
     /// Whether some column holds strings (saves check those for U+0000).
     let hasStringColumns: Bool
+    /// For each destination of a to-one into an entity family: the family's tables, which a
+    /// key path through the to-one joins.
+    let familyTables: [Int32: [FamilyTable]]
     /// The number of the entity's properties (stored rows hold one value per property).
     let propertyCount: Int
     /// The column of each property (nil for transient properties).
@@ -110,6 +113,7 @@ struct TableLayout: Sendable {
         var derived: [DerivedEnd] = []
         var derivedOfProperty: [Int: Int] = [:]
         var byProperty: [Int?] = []
+        var familyTables: [Int32: [FamilyTable]] = [:]
         for (i, p) in entity.properties.enumerated() {
             if p.isTransient {
                 byProperty.append(nil)
@@ -151,6 +155,7 @@ struct TableLayout: Sendable {
                     // the same key.
                     byProperty.append(columns.count)
                     let key = Column(property: i, name: p.name, quoted: quote(p.name), kind: .familyToOne(destination: di), indexed: true)
+                    familyTables[di] = DerivedEnd.familyTables(of: d, schema: schema, entityIndex: entityIndex)
                     let entityColumn = EntityFamilyLinks.entityColumn(of: p.name)
                     columns.append(key)
                     columns.append(Column(property: i, name: entityColumn, quoted: quote(entityColumn), kind: .familyEntity, indexed: false))
@@ -169,6 +174,7 @@ struct TableLayout: Sendable {
         }
         self.columns = columns
         self.derived = derived
+        self.familyTables = familyTables
         self.derivedOfProperty = entity.properties.indices.map { derivedOfProperty[$0] }
         self.hasStringColumns = columns.contains { $0.kind == .string }
         self.columnOfProperty = byProperty

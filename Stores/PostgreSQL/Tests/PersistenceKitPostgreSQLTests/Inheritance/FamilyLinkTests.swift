@@ -177,7 +177,8 @@ struct FamilyLinkTests {
         "NONE pets.name == 'Tom'", "ALL pets.age < 4", "SUBQUERY(pets, $p, $p.age >= 2).@count == 2", "pets.@count == 0",
         "favourite.name == 'Rex'", "favourite.name == 'Tom'", "favourite == nil", "favourite.age > 3", "favourite.owner.name == 'Ann'",
         "ANY walks.name == 'Rex'", "walks.@count == 3", "ANY walks.age == 3", "favourite != nil", "NOT (favourite == nil)",
-        "favourite == nil OR name == 'Ann'",
+        "favourite == nil OR name == 'Ann'", "favourite.name BEGINSWITH 'R'", "favourite.name IN {'Rex', 'Tom'}",
+        "NOT (favourite.name == 'Rex')", "favourite.owner.pets.@count == 3", "favourite.fans.@count == 1",
     ]
     static let animalPredicates = [
         "owner.name == 'Ann'", "owner == nil", "owner.name != 'Ann'", "owner.pets.@count == 1", "ANY fans.name == 'Ann'",
