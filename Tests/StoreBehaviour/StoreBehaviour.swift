@@ -67,6 +67,9 @@ public enum StoreBehaviour {
         case familyUniqueness
         /// Batch insert, update and delete change the stored objects.
         case batchRequests
+        /// A store opened read-only reads what was saved; saves and batch requests fail,
+        /// typed, and change nothing.
+        case readOnly
         /// Refreshing an object another coordinator changed reads the new values; fetches
         /// show another coordinator's insertions and deletions.
         case refresh
@@ -94,6 +97,7 @@ public enum StoreBehaviour {
             case .uniqueness: "uniqueness constraint conflicts"
             case .familyUniqueness: "uniqueness constraints across an entity family"
             case .batchRequests: "batch insert, update and delete"
+            case .readOnly: "a store opened read-only"
             case .refresh: "refreshing a stale object"
             }
         }
@@ -121,6 +125,7 @@ public enum StoreBehaviour {
             case .uniqueness: try await StoreBehaviour.uniqueness(store)
             case .familyUniqueness: try await StoreBehaviour.familyUniqueness(store)
             case .batchRequests: try await StoreBehaviour.batchRequests(store)
+            case .readOnly: try await StoreBehaviour.readOnly(store)
             case .refresh: try await StoreBehaviour.refresh(store)
             }
         }
@@ -140,6 +145,13 @@ final class CheckedStore {
     /// A new coordinator on the location.
     func open(_ name: String = "behaviour") async throws -> NSPersistentContainer {
         let container = try await location.open(name: name)
+        opened.append(container)
+        return container
+    }
+
+    /// A new coordinator on the location with the store added read-only.
+    func openReadOnly(_ name: String = "read-only") async throws -> NSPersistentContainer {
+        let container = try await location.openReadOnly(name: name)
         opened.append(container)
         return container
     }

@@ -32,6 +32,11 @@ public protocol StoreLocation: Sendable {
     /// through any earlier container of this place, closed or open, are there.
     func open(name: String) async throws -> NSPersistentContainer
 
+    /// A container whose coordinator has the store at this place loaded read-only
+    /// (``NSPersistentStoreDescription/isReadOnly``), for the ``StoreBehaviour/Check/readOnly``
+    /// check. (A default is provided: it throws, for stores that leave that check out.)
+    func openReadOnly(name: String) async throws -> NSPersistentContainer
+
     /// Takes the store out of `container`'s coordinator and lets go of what it holds (file
     /// handles, connections), so that the next ``open(name:)`` reads the stored objects anew.
     func close(_ container: NSPersistentContainer) throws
@@ -40,7 +45,20 @@ public protocol StoreLocation: Sendable {
     func destroy() throws
 }
 
+/// Why a location cannot open its store read-only.
+public struct ReadOnlyUnsupported: Error, CustomStringConvertible {
+    /// The store's name.
+    public let store: String
+    /// A sentence saying why.
+    public var description: String { "the \(store) is not opened read-only by its location; leave the readOnly check out" }
+}
+
 extension StoreLocation {
+    /// Throws ``ReadOnlyUnsupported``.
+    public func openReadOnly(name: String) async throws -> NSPersistentContainer {
+        throw ReadOnlyUnsupported(store: String(describing: Self.self))
+    }
+
     /// Removes every store from `container`'s coordinator.
     public func close(_ container: NSPersistentContainer) throws {
         let coordinator = container.persistentStoreCoordinator
@@ -71,8 +89,18 @@ public struct FileStoreUnderTest: StoreUnderTest {
         var url: URL { folder.appendingPathComponent("store.pkstore") }
 
         func open(name: String) async throws -> NSPersistentContainer {
+            try await open(name: name, readOnly: false)
+        }
+
+        func openReadOnly(name: String) async throws -> NSPersistentContainer {
+            try await open(name: name, readOnly: true)
+        }
+
+        private func open(name: String, readOnly: Bool) async throws -> NSPersistentContainer {
             let container = NSPersistentContainer(name: name, managedObjectModel: model)
-            container.persistentStoreDescriptions = [NSPersistentStoreDescription(url: url)]
+            let description = NSPersistentStoreDescription(url: url)
+            description.isReadOnly = readOnly
+            container.persistentStoreDescriptions = [description]
             try await container.loadPersistentStores()
             return container
         }
@@ -93,6 +121,10 @@ public struct InMemoryStoreUnderTest: StoreUnderTest {
 
     /// "in-memory store", as test output names it.
     public var description: String { "in-memory store" }
+
+    /// Every check but ``StoreBehaviour/Check/readOnly``: a location's coordinators add its
+    /// one store object directly, without store options.
+    public func supports(_ check: StoreBehaviour.Check) -> Bool { check != .readOnly }
 
     /// A new `InMemoryStore` for `model`, which every container of the location adds.
     public func makeLocation(for model: NSManagedObjectModel) async throws -> any StoreLocation {

@@ -18,6 +18,7 @@ struct BatchStorePass {
     init(context: NSManagedObjectContext, request: String) throws {
         coordinator = context.coordinator
         store = try coordinator.primaryStore(for: request)
+        try coordinator.refuseWrites(to: store, request)
         self.request = request
         author = context.transactionAuthor
         contextName = context.name

@@ -16,6 +16,7 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         var shouldMigrateStoreAutomatically = true
         var shouldInferMappingModelAutomatically = true
         var stagedMigrationManager: NSStagedMigrationManager?
+        var isReadOnly = false
     }
 
     private let state: Lock<State>
@@ -68,6 +69,16 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         set { state.withLock { $0.shouldInferMappingModelAutomatically = newValue } }
     }
 
+    /// Whether the store is opened read-only, as Core Data's (`false` by default): passed
+    /// as ``NSReadOnlyPersistentStoreOption``. Fetches work; a save, batch request or other
+    /// write to it fails with ``CoreDataError`` `.persistentStoreSave` before anything is
+    /// written, and it is never migrated. A file store opened so is only read (see
+    /// ``FileStore/Options/readOnly``).
+    public var isReadOnly: Bool {
+        get { state.withLock { $0.isReadOnly } }
+        set { state.withLock { $0.isReadOnly = newValue } }
+    }
+
     /// The staged migration to run when the store was written with an older model version
     /// (Core Data passes it as the `NSPersistentStoreStagedMigrationManagerOptionKey`
     /// option; options here are strings, so it has a property of its own). `nil` by default.
@@ -77,7 +88,7 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
     }
 
     /// The options the container passes to the coordinator: ``options`` with the migration
-    /// flags filled in from their properties (an option set explicitly wins).
+    /// and read-only flags filled in from their properties (an option set explicitly wins).
     var effectiveOptions: [String: String] {
         state.withLock { s in
             var options = s.options
@@ -86,6 +97,9 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
             }
             if options[NSInferMappingModelAutomaticallyOption] == nil {
                 options[NSInferMappingModelAutomaticallyOption] = s.shouldInferMappingModelAutomatically ? "true" : "false"
+            }
+            if options[NSReadOnlyPersistentStoreOption] == nil && s.isReadOnly {
+                options[NSReadOnlyPersistentStoreOption] = "true"
             }
             return options
         }

@@ -126,7 +126,12 @@ extension NSManagedObjectContext {
             programmerError("PersistenceKit: obtainPermanentIDs(for:) — \(o.objectID) is not in context '\(debugName)'.")
         }
         var store = try coordinator.primaryStore(for: "obtainPermanentIDs(for:)")
-        if let chained = store as? ParentContextStore { store = try chained.rootStore }  // a child's come from the root
+        var owner = coordinator
+        if let chained = store as? ParentContextStore {  // a child's come from the root
+            store = try chained.rootStore
+            owner = chained.rootCoordinator
+        }
+        try owner.refuseWrites(to: store, "obtainPermanentIDs(for:)")
         try allocateRows(for: temporary, in: store)
         do {
             try store.recordAllocatedKeys(entities: Array(Set(temporary.map(\.entity.index))))

@@ -60,6 +60,7 @@ extension NSManagedObjectContext {
         discardInaccessibleObjects()
         // A save with nothing to write needs no store (none may be loaded yet).
         let loadedStore = hasUnsavedChanges ? try coordinator.primaryStore(for: "save()") : nil
+        if let loadedStore { try coordinator.refuseWrites(to: loadedStore, "save()") }
         isSaving = true
         defer { isSaving = false }
 

@@ -23,7 +23,8 @@ extension NSPersistentStoreCoordinator {
     ) throws -> Bool {
         let automatic = Self.isOn(NSMigratePersistentStoresAutomaticallyOption, in: options)
             && Self.isOn(NSInferMappingModelAutomaticallyOption, in: options)
-        guard automatic || staged != nil else { return false }
+        // A read-only store is never written, so never migrated.
+        guard automatic || staged != nil, !Self.opensReadOnly(options) else { return false }
         do {
             guard let storeHash = try FileStore.metadata(at: url)[PersistenceKitModelLayoutHashKey] else { return false }
             let plan = try MigrationPlan(storeHash: storeHash, destination: managedObjectModel, staged: staged)
@@ -55,7 +56,8 @@ extension NSPersistentStoreCoordinator {
     ) throws -> Bool {
         let automatic = Self.isOn(NSMigratePersistentStoresAutomaticallyOption, in: options)
             && Self.isOn(NSInferMappingModelAutomaticallyOption, in: options)
-        guard automatic || staged != nil else { return false }
+        // A read-only store is never written, so never migrated.
+        guard automatic || staged != nil, !Self.opensReadOnly(options) else { return false }
         let request = StoreMigrationRequest(url: url, options: options, destination: managedObjectModel, staged: staged, storeType: type)
         // A database URL may carry a password; messages never show it.
         let place = url.flatMap { u -> String? in

@@ -21,6 +21,8 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// The result of validating the model, reported when a store is added.
     private let modelError: ModelError?
     private let stores = Lock<[any PersistentStore]>([])
+    /// The identifiers of the stores added with ``NSReadOnlyPersistentStoreOption``.
+    private let readOnlyStores = Lock<Set<String>>([])
     /// Serializes commits: one writer at a time across all contexts of this coordinator. It
     /// guards the number of commits attempted (kept for nothing else): a lock around a
     /// zero-sized value gave that value the object's own address, and Thread Sanitizer
@@ -70,8 +72,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
             if url.standardizedFileURL.path == "/dev/null" { return InMemoryStore(model: model, url: url, tracksHistory: tracksHistory) }
             // Its FileStoreError, naming the file, offset and cause, becomes the `underlying`
             // of the CoreDataError `openStore` throws.
-            return try FileStore.open(
-                at: url, model: model, options: FileStore.Options(durability: durability, tracksHistory: tracksHistory))
+            var fileOptions = FileStore.Options(durability: durability, tracksHistory: tracksHistory)
+            fileOptions.readOnly = opensReadOnly(options)
+            return try FileStore.open(at: url, model: model, options: fileOptions)
         },
     ])
 
@@ -153,6 +156,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             let store = try openStore(with: factory, type: type, at: url, options: options, staged: stagedMigrationManager)
             do {
                 try addPersistentStore(store)
+                if Self.opensReadOnly(options) { readOnlyStores.withLock { _ = $0.insert(store.identifier) } }
                 if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
                     let live = Self.remoteChangeObservers.withLock { table in
                         let live = table[store.identifier, default: []].compactMap(\.coordinator)
@@ -270,6 +274,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             return list.count < before
         }
         if removed {
+            readOnlyStores.withLock { _ = $0.remove(store.identifier) }
             let live = Self.remoteChangeObservers.withLock { table -> [NSPersistentStoreCoordinator] in
                 let live = table[store.identifier]?.compactMap(\.coordinator) ?? []
                 let kept = live.filter { $0 !== self }
@@ -312,6 +317,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
         }
         return store
     }
+
+    /// Whether `store` was added with ``NSReadOnlyPersistentStoreOption``.
+    func isAddedReadOnly(_ store: any PersistentStore) -> Bool { readOnlyStores.withLock { $0.contains(store.identifier) } }
 
     /// Whether the ID belongs to this coordinator's model and one of its stores.
     func owns(_ id: NSManagedObjectID) -> Bool {

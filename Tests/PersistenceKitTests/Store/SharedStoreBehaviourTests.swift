@@ -36,9 +36,15 @@ private struct ForgetfulStore: StoreUnderTest {
     struct Location: StoreLocation {
         let model: NSManagedObjectModel
 
-        func open(name: String) async throws -> NSPersistentContainer {
+        func open(name: String) async throws -> NSPersistentContainer { try await open(name: name, readOnly: false) }
+
+        func openReadOnly(name: String) async throws -> NSPersistentContainer { try await open(name: name, readOnly: true) }
+
+        private func open(name: String, readOnly: Bool) async throws -> NSPersistentContainer {
             let container = NSPersistentContainer(name: name, managedObjectModel: model)
-            container.persistentStoreDescriptions = [NSPersistentStoreDescription(type: NSInMemoryStoreType)]
+            let description = NSPersistentStoreDescription(type: NSInMemoryStoreType)
+            description.isReadOnly = readOnly
+            container.persistentStoreDescriptions = [description]
             try await container.loadPersistentStores()
             return container
         }

@@ -381,6 +381,7 @@ extension FileStore {
     /// the record. A failure to write the reservation only drops it.
     func append(_ record: UnsafeRawBufferPointer, at offset: Int, to s: inout State) throws(FileStoreError) {
         guard let file = s.file else { throw FileStoreError(.closed, path: path, "the store has no open file.") }
+        if options.readOnly { throw Self.readOnlyError(path) }
         try prepareToAppend(&s)
         s.endsCleanly = false
         do {

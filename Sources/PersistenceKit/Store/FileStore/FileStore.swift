@@ -55,6 +55,12 @@ public final class FileStore: PersistentStore {
         /// Whether saves record persistent history in the file (``NSPersistentHistoryTrackingKey``).
         /// Default `false`: saves then write exactly what they wrote before history existed.
         public var tracksHistory: Bool
+        /// Whether the store is only read (``NSReadOnlyPersistentStoreOption``). Default
+        /// `false`. Such an open writes nothing, not even the `-lock` beside the file, so a
+        /// store in a folder the process cannot write (shipped with an app, say) opens, and
+        /// any number of processes may read it at once; it needs a store that exists, was
+        /// closed cleanly and that no process has open for writing (see FileStore+ReadOnly.swift).
+        public var readOnly = false
         /// The identifier a store created by this open gets (a fresh UUID when `nil`).
         /// Migration sets it, so that a migrated store keeps its identifier and the object
         /// IDs (URIs) that name it.
@@ -77,6 +83,8 @@ public final class FileStore: PersistentStore {
 
     /// See ``PersistentStore``.
     public let identifier: String
+    /// See ``PersistentStore``: ``Options/readOnly``.
+    public var isReadOnly: Bool { options.readOnly }
     /// See ``PersistentStore``.
     public var type: String { NSFileStoreType }
     /// See ``PersistentStore``.
@@ -262,6 +270,13 @@ public final class FileStore: PersistentStore {
                         "the store is open in this process with \(existing.options.durability) durability, not "
                             + "\(options.durability); open it with the same durability, or close the other container first.")
                 }
+                // A read-only open's file cannot be written through.
+                guard existing.options.readOnly == options.readOnly else {
+                    throw FileStoreError(
+                        .optionsMismatch, path: path,
+                        "the store is open in this process \(existing.options.readOnly ? "read-only" : "for writing"), and "
+                            + "one store object serves every opener; open it the same way, or close the other container first.")
+                }
                 // Likewise history: one store object cannot record it for one opener and not
                 // for another.
                 guard existing.options.tracksHistory == options.tracksHistory else {
@@ -348,7 +363,10 @@ public final class FileStore: PersistentStore {
         }
         self.indexedColumns = indexed
         self.uniqueConstraints = UniqueConstraints(model: model)
-        let opened = try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
+        let opened =
+            options.readOnly
+            ? try Self.openFilesReadOnly(path: path, model: model, options: options)
+            : try Self.openFiles(path: path, key: key, model: model, options: options, indexedColumns: indexed)
         self.identifier = opened.storeID
         self.recovery = opened.recovery
         // Once per open that recovered: a crash whose recovery cut something should not go
@@ -452,13 +470,16 @@ public final class FileStore: PersistentStore {
             guard !s.closed else { return }
             s.closed = true
             var cleanlyClosed = false
+            // A read-only open holds no lock, and the `-lock` a writer may have made since
+            // is that writer's.
+            let ownsLockFile = s.lock != nil
             defer {
                 s.file?.close()
                 s.file = nil
                 // The lock file goes only when the close record is on disk. Left behind, it
                 // makes the next open recover as after a crash, which is right: without the
                 // close record a strict open would report the file as truncated.
-                if cleanlyClosed { try? options.fileSystem.remove(path + "-lock") }
+                if cleanlyClosed && ownsLockFile { try? options.fileSystem.remove(path + "-lock") }
                 s.lock?.release()
                 s.lock = nil
             }

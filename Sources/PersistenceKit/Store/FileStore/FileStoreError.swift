@@ -32,6 +32,9 @@ public struct FileStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         /// The store is open in this process, so it cannot be destroyed (see
         /// ``FileStore/destroy(at:)``).
         case inUse
+        /// The store was opened read-only (``FileStore/Options/readOnly``): nothing was
+        /// written.
+        case readOnly
     }
 
     /// What went wrong.

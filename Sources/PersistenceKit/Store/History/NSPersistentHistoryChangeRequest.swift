@@ -121,6 +121,7 @@ public final class NSPersistentHistoryChangeRequest: NSPersistentStoreRequest {
             var removed = 0
             for store in stores {
                 if case let .token(t) = bound, t.storeTokens[store.identifier] == nil { continue }
+                try coordinator.refuseWrites(to: store, "deleting persistent history")
                 removed += try store.deleteHistory(before: storeBound(bound, for: store))
             }
             return NSPersistentHistoryResult(resultType, resultType == .count ? removed : true)

@@ -27,6 +27,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     var url: URL? { get }
     /// Key-value metadata (store identifier, model version hash, …).
     var metadata: [String: String] { get }
+    /// Whether the store is read-only by its own account (opened so): a coordinator then
+    /// refuses every write to it with ``CoreDataError`` `.persistentStoreSave` before
+    /// calling ``commit(_:)``. (A default is provided: `false`.)
+    var isReadOnly: Bool { get }
 
     /// Hands out `count` fresh primary keys for `entity`, above every key saved and every key
     /// handed out since the store opened. A commit that inserts rows makes the counter of
@@ -152,6 +156,7 @@ extension PersistentStore {
     /// (models have no configurations yet).
     public var configurationName: String { "Default" }
 
-    /// Whether the store refuses saves: always `false` (there are no read-only stores yet).
+    /// `false`: a store is written unless it says otherwise (a coordinator also refuses
+    /// writes to a store added with ``NSReadOnlyPersistentStoreOption``).
     public var isReadOnly: Bool { false }
 }

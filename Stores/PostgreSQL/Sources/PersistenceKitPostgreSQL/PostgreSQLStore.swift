@@ -61,6 +61,10 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     public var type: String { NSPostgreSQLStoreType }
     /// See ``PersistentStore``.
     public let url: URL?
+    /// Whether the store was opened with ``PersistenceKit/NSReadOnlyPersistentStoreOption``:
+    /// it creates no schema, its commits are refused (the coordinator refuses saves before
+    /// they reach it), and on a hot standby it does not listen (see Docs/Scaling.md).
+    public let isReadOnly: Bool
     /// See ``PersistentStore``.
     public let metadata: [String: String]
 
@@ -117,6 +121,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     public init(url: URL?, options: [String: String] = [:], model: NSManagedObjectModel) throws {
         let (conninfo, target) = try Self.connectionInfo(url: url, options: options)
         self.url = url
+        self.isReadOnly = ["1", "true", "yes"].contains(options[NSReadOnlyPersistentStoreOption]?.lowercased() ?? "")
         let schema = options[Self.schemaOptionKey] ?? "public"
         self.schema = schema
         self.support = StoreCommitSupport(model: model)
@@ -126,7 +131,7 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         let capacity = options[Self.poolSizeOptionKey].flatMap(Int.init) ?? 4
         self.pool = ConnectionPool(conninfo: conninfo, target: target, capacity: capacity)
         let opened = try SchemaBuilder(layouts: layouts, schema: schema, support: support, target: target)
-            .open(in: pool)
+            .open(in: pool, creating: !isReadOnly)
         self.identifier = opened.identifier
         self.metadata = [
             NSStoreTypeKey: NSPostgreSQLStoreType,
@@ -135,10 +140,16 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             "ModelVersionHash": model.versionHashString,
             Self.layoutVersionKey: opened.layoutVersion,
         ]
-        if options[Self.listensOptionKey] != "false" {
+        // A hot standby takes no LISTEN; a read-only store there listens for nothing.
+        if options[Self.listensOptionKey] != "false", try !(isReadOnly && isInRecovery()) {
             let listener = try RemoteChangeListener(store: self)
             self.listener.withLock { $0 = listener }
         }
+    }
+
+    /// Whether the server is a hot standby replaying another's log (`pg_is_in_recovery()`).
+    private func isInRecovery() throws -> Bool {
+        try pool.withConnection { c in try c.execute("SELECT pg_is_in_recovery()").text(0, 0) == "t" }
     }
 
     deinit {

@@ -40,6 +40,11 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
+        if isReadOnly {
+            throw PostgreSQLStoreError(
+                .query, target: pool.target,
+                "the store was opened read-only (NSReadOnlyPersistentStoreOption); nothing was written.")
+        }
         try refuseNULText(in: transaction)
         var attempt = 0
         while true {

@@ -24,23 +24,33 @@ struct SchemaBuilder {
     var metadataTable: String { "\(quote(schema)).\(quote("_pk_metadata"))" }
     var keysTable: String { "\(quote(schema)).\(quote("_pk_keys"))" }
 
-    /// Opens (creating when missing) the store in one transaction, under an advisory lock
-    /// per schema, so that processes opening a new store at once create it once.
+    /// Opens (creating when missing, unless not `creating`) the store in one transaction,
+    /// under an advisory lock per schema, so that processes opening a new store at once
+    /// create it once.
     ///
-    /// - Throws: ``PostgreSQLStoreError``; a ``PersistenceKit/CoreDataError`` with code
+    /// - Throws: ``PostgreSQLStoreError`` (`.query` for a missing store that is not to be
+    ///   created); a ``PersistenceKit/CoreDataError`` with code
     ///   `.persistentStoreIncompatibleVersionHash` when the stored model hash differs.
-    func open(in pool: ConnectionPool) throws -> Opened {
+    func open(in pool: ConnectionPool, creating: Bool = true) throws -> Opened {
         try pool.withConnection { c in
             // An existing store: one read, no lock. Its metadata changes only in a migration,
             // which commits the new hash with the new tables: a read sees either whole.
             do {
                 let opened = try read(c)
                 try check(opened)
-                if try !family.isMissing(on: c) { return opened }
+                // A read-only store changes nothing, family key tables included.
+                if try !creating || !family.isMissing(on: c) { return opened }
                 // A store made when family constraints were held per table: its key tables
                 // are made below, under the lock.
             } catch let e as PostgreSQLStoreError where e.sqlState == "42P01" || e.sqlState == "3F000" {
                 // No metadata table (or no schema) yet: create the store below.
+                guard creating else {
+                    throw PostgreSQLStoreError(
+                        .query, target: target,
+                        "schema \(schema) holds no store, and a store opened read-only (NSReadOnlyPersistentStoreOption) is "
+                            + "not created; open it once without that option to create it, or check the schema option.",
+                        sqlState: e.sqlState)
+                }
             }
             try c.execute("BEGIN")
             do {

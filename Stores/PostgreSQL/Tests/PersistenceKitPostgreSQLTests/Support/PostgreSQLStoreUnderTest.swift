@@ -35,6 +35,10 @@ struct PostgreSQLStoreUnderTest: StoreUnderTest {
             try await TestServer.container(model: model, schema: schema, name: name, listens: listens)
         }
 
+        func openReadOnly(name: String) async throws -> NSPersistentContainer {
+            try await TestServer.container(model: model, schema: schema, name: name, listens: listens, readOnly: true)
+        }
+
         func close(_ container: NSPersistentContainer) throws {
             let coordinator = container.persistentStoreCoordinator
             for store in coordinator.persistentStores {

@@ -30,6 +30,19 @@ final class PrivateServer {
         try start()
     }
 
+    /// A hot standby of `primary`: a base backup of it (`pg_basebackup -R`, which writes the
+    /// standby's settings) in a data folder of its own, started on a socket of its own. It
+    /// replays the primary's log as the primary writes it, and takes reads only.
+    init(standbyOf primary: PrivateServer) throws {
+        bin = try #require(Self.binaries)
+        folder = URL(fileURLWithPath: "/tmp/pk-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if let runAs = Self.runAs { try Self.run("/bin/chown", [runAs, folder.path]) }
+        user = primary.user
+        try serverCommand("pg_basebackup", ["-D", data, "-h", primary.folder.path, "-U", user, "-R", "-X", "stream", "--no-sync"])
+        try start()
+    }
+
     deinit {
         try? serverCommand("pg_ctl", ["-D", data, "-m", "immediate", "stop"])
         try? FileManager.default.removeItem(at: folder)

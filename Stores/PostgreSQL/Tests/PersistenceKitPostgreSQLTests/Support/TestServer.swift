@@ -30,7 +30,7 @@ enum TestServer {
     /// shows it), so a test can find them.
     static func container(
         model: NSManagedObjectModel, schema: String, name: String = #function, listens: Bool = true,
-        applicationName: String? = nil
+        applicationName: String? = nil, readOnly: Bool = false
     ) async throws -> NSPersistentContainer {
         PostgreSQLStore.register()
         let container = NSPersistentContainer(name: name, managedObjectModel: model)
@@ -40,6 +40,7 @@ enum TestServer {
         }
         let description = NSPersistentStoreDescription(url: storeURL, type: NSPostgreSQLStoreType)
         for (k, v) in options(schema: schema, listens: listens) { description.setOption(v, forKey: k) }
+        description.isReadOnly = readOnly
         container.persistentStoreDescriptions = [description]
         try await container.loadPersistentStores()
         return container

@@ -1,0 +1,26 @@
+import Foundation
+
+/// The store option that opens a store read-only (`"true"`/`"1"`), as Core Data's:
+/// ``NSPersistentStoreDescription/isReadOnly`` sets it. Fetches work; a save, a batch
+/// request, ``NSManagedObjectContext/obtainPermanentIDs(for:)`` and history deletion
+/// that would write to the store fail with ``CoreDataError`` `.persistentStoreSave` before
+/// anything is written, and the store is never migrated (a store of another model is
+/// reported as without automatic migration).
+public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"
+
+extension NSPersistentStoreCoordinator {
+    /// Whether `options` open the store read-only.
+    static func opensReadOnly(_ options: [String: String]?) -> Bool { isOn(NSReadOnlyPersistentStoreOption, in: options) }
+
+    /// Throws the error of a write to a read-only store when `store` is one (added with
+    /// ``NSReadOnlyPersistentStoreOption``, or read-only by its own account), naming
+    /// `operation`. Nothing has been written when it throws.
+    func refuseWrites(to store: any PersistentStore, _ operation: String) throws(CoreDataError) {
+        guard store.isReadOnly || isAddedReadOnly(store) else { return }
+        throw CoreDataError(
+            .persistentStoreSave,
+            "\(operation) failed: the store \(store.url.map { "at \($0.isFileURL ? $0.path : $0.absoluteString)" } ?? store.identifier) "
+                + "was added read-only (NSReadOnlyPersistentStoreOption, or the description's isReadOnly), so nothing was written "
+                + "and the context keeps its changes; add the store without that option to change it.")
+    }
+}
