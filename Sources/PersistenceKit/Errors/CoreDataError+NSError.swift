@@ -35,6 +35,20 @@ public let NSValidationRelationshipExceedsMaximumCountError =
     CoreDataError.Code.validationRelationshipExceedsMaximumCount.rawValue
 /// Core Data's error code for a deletion refused by a deny rule.
 public let NSValidationRelationshipDeniedDeleteError = CoreDataError.Code.validationRelationshipDeniedDelete.rawValue
+/// Core Data's error code for a number above its attribute's maximum.
+public let NSValidationNumberTooLargeError = CoreDataError.Code.validationNumberTooLarge.rawValue
+/// Core Data's error code for a number below its attribute's minimum.
+public let NSValidationNumberTooSmallError = CoreDataError.Code.validationNumberTooSmall.rawValue
+/// Core Data's error code for a date after its attribute's latest.
+public let NSValidationDateTooLateError = CoreDataError.Code.validationDateTooLate.rawValue
+/// Core Data's error code for a date before its attribute's earliest.
+public let NSValidationDateTooSoonError = CoreDataError.Code.validationDateTooSoon.rawValue
+/// Core Data's error code for a string longer than its attribute's maximum length.
+public let NSValidationStringTooLongError = CoreDataError.Code.validationStringTooLong.rawValue
+/// Core Data's error code for a string shorter than its attribute's minimum length.
+public let NSValidationStringTooShortError = CoreDataError.Code.validationStringTooShort.rawValue
+/// Core Data's error code for a string that does not match its attribute's regular expression.
+public let NSValidationStringPatternMatchingError = CoreDataError.Code.validationStringPatternMatching.rawValue
 /// Core Data's error code for an object that does not exist.
 public let NSManagedObjectReferentialIntegrityError = CoreDataError.Code.managedObjectReferentialIntegrity.rawValue
 /// Core Data's error code for an object of another coordinator or store.

@@ -22,6 +22,20 @@ public struct CoreDataError: Error, CustomStringConvertible, Sendable {
         case validationRelationshipExceedsMaximumCount = 1590
         /// A deletion was refused by a deny delete rule.
         case validationRelationshipDeniedDelete = 1600
+        /// A number above the maximum its attribute's validation allows.
+        case validationNumberTooLarge = 1610
+        /// A number below the minimum its attribute's validation allows.
+        case validationNumberTooSmall = 1620
+        /// A date after the latest its attribute's validation allows.
+        case validationDateTooLate = 1630
+        /// A date before the earliest its attribute's validation allows.
+        case validationDateTooSoon = 1640
+        /// A string longer than its attribute's validation allows.
+        case validationStringTooLong = 1660
+        /// A string shorter than its attribute's validation allows.
+        case validationStringTooShort = 1670
+        /// A string that does not match its attribute's regular expression.
+        case validationStringPatternMatching = 1680
         /// The object does not exist (in the store, or in this coordinator).
         case managedObjectReferentialIntegrity = 133000
         /// An object from another coordinator or store was used.

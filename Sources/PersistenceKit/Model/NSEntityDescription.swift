@@ -243,6 +243,9 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
     /// object whose derived sum reads it (the inverse of a summed relationship; sealed
     /// models only, set by the model).
     @exclusivity(unchecked) var derivationSources: [Int] = []
+    /// The properties with validation predicates, by index (sealed models only).
+    @exclusivity(unchecked) private(set) var predicateValidatedSlots: [Int] = []
+
     /// The slots validation must look at (sealed models only): see ``constrainedSlots(in:)``.
     @exclusivity(unchecked) private(set) var constrainedSlots: [(index: Int, isAttribute: Bool)] = []
 
@@ -380,6 +383,7 @@ public final class NSEntityDescription: @unchecked Sendable, Hashable, CustomStr
         hasTransientAttributes = slotKinds.contains(.transientAttribute)
         observesReads = managedObjectClass is any ObservableManagedObject.Type
         constrainedSlots = Self.constrainedSlots(in: properties)
+        predicateValidatedSlots = properties.indices.filter { !properties[$0].validationPredicates.isEmpty }
         derivedSlots = properties.enumerated().compactMap { i, p in
             (p as? NSDerivedAttributeDescription).flatMap { $0.derivation == nil ? nil : (i, $0) }
         }

@@ -48,6 +48,28 @@ public class NSPropertyDescription: @unchecked Sendable, CustomStringConvertible
         didSet { checkMutable() }
     }
 
+    /// The predicates a non-nil value of the property must satisfy when its object is
+    /// validated (`SELF` is the value: `SELF >= 0`, `length <= 40`, `SELF MATCHES "[a-z]+"`),
+    /// as Core Data's; empty by default. Set with
+    /// ``setValidationPredicates(_:withValidationWarnings:)``. Not part of the model's
+    /// equality or version hashes (as in Core Data, they do not change what is stored).
+    @exclusivity(unchecked) public private(set) var validationPredicates: [NSPredicate] = []
+
+    /// One warning per validation predicate, in order, as Core Data's: the message of the
+    /// error a failing value gets. A warning naming one of Core Data's validation error
+    /// codes (`"NSValidationStringTooLongError"`, …, the names an Xcode model's minimum,
+    /// maximum and regular expression give) gives the error that code; any other text gives
+    /// `NSManagedObjectValidationError` (1550) with that text.
+    @exclusivity(unchecked) public private(set) var validationWarnings: [String] = []
+
+    /// Sets ``validationPredicates`` and their ``validationWarnings`` (`nil`: none). A
+    /// predicate without a warning gets a general message.
+    public func setValidationPredicates(_ predicates: [NSPredicate]?, withValidationWarnings warnings: [String]?) {
+        checkMutable()
+        validationPredicates = predicates ?? []
+        validationWarnings = warnings ?? []
+    }
+
     /// The renaming identifier (when `renaming`) and version hash modifier in the canonical
     /// form: empty when neither is set, so that models without them keep the hashes (and
     /// stores) they had. The hashes leave the renaming identifier out, as Core Data's version

@@ -3,10 +3,12 @@ import Foundation
 extension NSManagedObject {
     /// Validates one value for `key` without setting it: the key must exist and the value
     /// must convert to the attribute's type (or be an object of the destination entity),
-    /// and a required property may not be `nil`.
+    /// a required property may not be `nil`, and a value must satisfy the property's
+    /// validation predicates.
     ///
     /// - Throws: ``CoreDataError`` naming the object and key: `.managedObjectValidation` for
-    ///   an unknown key or wrong type, `.validationMissingMandatoryProperty` for `nil`.
+    ///   an unknown key or wrong type, `.validationMissingMandatoryProperty` for `nil`, the
+    ///   code a failing predicate's warning names (several: `.validationMultipleErrors`).
     public func validateValue(_ value: Any?, forKey key: String) throws {
         guard let i = entity.propertyIndex(named: key) else {
             throw CoreDataError(
@@ -43,6 +45,9 @@ extension NSManagedObject {
                         + "object\(r.isToMany ? "s" : ""), got \(value.map { "\(type(of: $0))" } ?? "nil").")
             }
         }
+        if let value, let error = CoreDataError.combining(Self.validationPredicateErrors(of: value, for: p, entity: entity.name, objectID: objectID)) {
+            throw error
+        }
     }
 
     /// Built-in checks shared by insert and update validation.
@@ -58,7 +63,10 @@ extension NSManagedObject {
             let complete = storedValues.withUnsafeBufferPointer { values in
                 !required.contains { $0.isAttribute && (values.count <= $0.index || values[$0.index].isNull) }
             }
-            if complete { return }
+            if complete {
+                if let error = CoreDataError.combining(validationPredicateErrors()) { throw error }
+                return
+            }
         }
         var errors: [CoreDataError] = []
         let properties = entity.properties
@@ -107,6 +115,7 @@ extension NSManagedObject {
                 }
             }
         }
+        errors += validationPredicateErrors()
         if !errors.isEmpty, let error = CoreDataError.combining(errors) { throw error }
     }
 

@@ -182,6 +182,10 @@ struct PredicateEvaluation {
             })
         case let .record(entries):
             return PredicateOperand(entries[key])
+        case let .value(.string(text)) where key == "length":
+            // A string's `length`, as NSString counts it (UTF-16 code units): what a string
+            // attribute's validation predicates test (`length <= 40`).
+            return .value(.integer(Int64(text.utf16.count)))
         case .value:
             throw PredicateEvaluationError(description: "the key '\(key)' follows a value that is not an object")
         }

@@ -124,7 +124,51 @@ struct ModelFileBuilder {
             }
             attribute.defaultValue = value
         }
+        try applyValidation(element, to: attribute, entity: entity)
         return attribute
+    }
+
+    /// An attribute's minimum, maximum and regular expression as Xcode writes them
+    /// (`minValueString`, `maxValueString`, dates' `minDateTimeInterval` and
+    /// `maxDateTimeInterval`, `regularExpressionString`), as the validation predicates and
+    /// warnings Core Data makes of them: a string's length, a number's or date's value.
+    private func applyValidation(_ element: ModelFileElement, to attribute: NSAttributeDescription, entity: String) throws(ModelFileError) {
+        var predicates: [NSPredicate] = []
+        var warnings: [String] = []
+        let type = attribute.attributeType
+        for (bound, isMinimum) in [("min", true), ("max", false)] {
+            let dateInterval = element.attributes["\(bound)DateTimeInterval"]
+            guard let text = element.attributes["\(bound)ValueString"] ?? dateInterval else { continue }
+            let op = isMinimum ? ">=" : "<="
+            switch type {
+            case .stringAttributeType:
+                guard let n = Int(text) else {
+                    throw ModelFileError(.invalidNumber(text), url: url, line: element.line, entity: entity, property: attribute.name)
+                }
+                predicates.append(NSPredicate(format: "length \(op) %d", n))
+                warnings.append(isMinimum ? "NSValidationStringTooShortError" : "NSValidationStringTooLongError")
+            case .dateAttributeType:
+                guard let date = Self.defaultValue(text, dateInterval: dateInterval, type: type) else {
+                    throw ModelFileError(.invalidNumber(text), url: url, line: element.line, entity: entity, property: attribute.name)
+                }
+                predicates.append(NSPredicate(format: "SELF \(op) %@", argumentArray: [date]))
+                warnings.append(isMinimum ? "NSValidationDateTooSoonError" : "NSValidationDateTooLateError")
+            case .integer16AttributeType, .integer32AttributeType, .integer64AttributeType, .doubleAttributeType,
+                .floatAttributeType, .decimalAttributeType:
+                guard let n = Self.defaultValue(text, dateInterval: nil, type: type) else {
+                    throw ModelFileError(.invalidNumber(text), url: url, line: element.line, entity: entity, property: attribute.name)
+                }
+                predicates.append(NSPredicate(format: "SELF \(op) %@", argumentArray: [n]))
+                warnings.append(isMinimum ? "NSValidationNumberTooSmallError" : "NSValidationNumberTooLargeError")
+            default:
+                continue
+            }
+        }
+        if type == .stringAttributeType, let pattern = element.attributes["regularExpressionString"], !pattern.isEmpty {
+            predicates.append(NSPredicate(format: "SELF MATCHES %@", pattern))
+            warnings.append("NSValidationStringPatternMatchingError")
+        }
+        if !predicates.isEmpty { attribute.setValidationPredicates(predicates, withValidationWarnings: warnings) }
     }
 
     /// A derivation as Xcode writes it: a key path (`books.@count`, `books.@sum.pages`) or a
