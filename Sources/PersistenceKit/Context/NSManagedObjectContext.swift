@@ -424,7 +424,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// before it. Pending changes are processed when the block ends.
     public func perform(_ block: @escaping @Sendable () -> Void) {
         queue.async { [self] in
-            block()
+            CurrentContext.with(self) { block() }
             processPendingChangesIfNeeded()
         }
     }
@@ -433,7 +433,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
     /// rethrows its error. Reentrant: called on the context's queue, it runs inline.
     /// Unlike `perform(_:)` it does not process pending changes at the end (as in Core Data).
     public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
-        try queue.sync(block)
+        try queue.sync { try CurrentContext.with(self, block) }
     }
 
     /// How `perform(schedule:isolation:_:)` schedules its block.
@@ -460,7 +460,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         if schedule == .immediate && queue.isCurrent {
             // Pending changes processed at the end, as after a queued block.
             defer { processPendingChangesIfNeeded() }
-            return try block()
+            return try CurrentContext.with(self, block)
         }
         // Checked, not unsafe, though it is resumed exactly once: with an unsafe continuation
         // Thread Sanitizer reports a race between the resume and the awaiting task (it cannot
@@ -470,7 +470,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
             queue.async { [self] in
                 let result: Result<T, E>
                 do throws(E) {
-                    result = .success(try block())
+                    result = .success(try CurrentContext.with(self, block))
                 } catch {
                     result = .failure(error)
                 }
@@ -491,7 +491,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         _ block: @escaping @Sendable () -> Void
     ) async {
         if schedule == .immediate && queue.isCurrent {
-            block()
+            CurrentContext.with(self, block)
             processPendingChangesIfNeeded()  // as after a queued block
             return
         }
@@ -500,7 +500,7 @@ public final class NSManagedObjectContext: @unchecked Sendable, CustomStringConv
         // Resumed inside `perform`, the caller would race the announcement.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
-                block()
+                CurrentContext.with(self, block)
                 processPendingChangesIfNeeded()
                 continuation.resume()
             }
