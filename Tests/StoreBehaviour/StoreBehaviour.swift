@@ -70,6 +70,9 @@ public enum StoreBehaviour {
         /// A store opened read-only reads what was saved; saves and batch requests fail,
         /// typed, and change nothing.
         case readOnly
+        /// Metadata entries set through the coordinator are there after reopening; the
+        /// store's own keys keep their values.
+        case metadata
         /// Refreshing an object another coordinator changed reads the new values; fetches
         /// show another coordinator's insertions and deletions.
         case refresh
@@ -98,6 +101,7 @@ public enum StoreBehaviour {
             case .familyUniqueness: "uniqueness constraints across an entity family"
             case .batchRequests: "batch insert, update and delete"
             case .readOnly: "a store opened read-only"
+            case .metadata: "the application's metadata entries survive reopening"
             case .refresh: "refreshing a stale object"
             }
         }
@@ -126,6 +130,7 @@ public enum StoreBehaviour {
             case .familyUniqueness: try await StoreBehaviour.familyUniqueness(store)
             case .batchRequests: try await StoreBehaviour.batchRequests(store)
             case .readOnly: try await StoreBehaviour.readOnly(store)
+            case .metadata: try await StoreBehaviour.metadata(store)
             case .refresh: try await StoreBehaviour.refresh(store)
             }
         }

@@ -25,6 +25,8 @@ public final class InMemoryStore: PersistentStore {
         /// The number of the last commit that wrote rows (history tokens).
         var lastToken: UInt64 = 0
         var history = HistoryLog()
+        /// The application's metadata entries (``InMemoryStore/setMetadata(_:)``).
+        var userMetadata: [String: String] = [:]
     }
 
     /// See ``PersistentStore``.
@@ -34,7 +36,11 @@ public final class InMemoryStore: PersistentStore {
     /// See ``PersistentStore``.
     public let url: URL?
     /// See ``PersistentStore``.
-    public let metadata: [String: String]
+    public var metadata: [String: String] {
+        baseMetadata.merging(state.withLock { $0.userMetadata }) { base, _ in base }
+    }
+    /// The metadata the store sets itself (type, identifier, model hash).
+    private let baseMetadata: [String: String]
     private let state: Lock<State>
     /// See ``PersistentStore/tracksHistory``.
     public let tracksHistory: Bool
@@ -69,7 +75,7 @@ public final class InMemoryStore: PersistentStore {
         self.links = LinkKeeper(model: model)
         self.model = model
         self.uniqueConstraints = UniqueConstraints(model: model)
-        self.metadata = [
+        self.baseMetadata = [
             NSStoreTypeKey: NSInMemoryStoreType,
             NSStoreUUIDKey: identifier,
             PersistenceKitModelLayoutHashKey: model.layoutHashString,
@@ -233,5 +239,19 @@ public final class InMemoryStore: PersistentStore {
         throw CoreDataError(
             .persistentStoreOperation,
             "\(what) failed: this is a read-only query generation of store \(identifier); write through the store itself.")
+    }
+}
+
+extension InMemoryStore {
+    /// See ``PersistentStore``. Replaces the application's metadata entries with those of
+    /// `metadata` whose keys the store does not set itself; they live as long as the store.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreOperation` for a query generation's snapshot.
+    public func setMetadata(_ metadata: [String: String]) throws {
+        if isSnapshot {
+            throw CoreDataError(.persistentStoreOperation, "a query generation's snapshot of store \(identifier) is read-only.")
+        }
+        let entries = metadata.filter { baseMetadata[$0.key] == nil }
+        state.withLock { $0.userMetadata = entries }
     }
 }

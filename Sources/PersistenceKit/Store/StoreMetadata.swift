@@ -59,6 +59,74 @@ extension NSPersistentStoreCoordinator {
         metadata[NSStoreModelVersionHashesKey] = managedObjectModel.entityVersionHashesByName
         return metadata
     }
+
+    /// Replaces the metadata entries of `store` that the application keeps (`nil`: none),
+    /// as Core Data's: pass back what ``metadata(for:)`` returned with entries added,
+    /// changed or removed. The store's own keys (``NSStoreUUIDKey``, the model hashes, …)
+    /// keep their values whatever `metadata` holds for them. Written before it returns (a
+    /// file store: beside the store file, see Docs/StoreFormat.md), not at the next save.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreOperation` for a value that is not a
+    ///   `String` (stores keep metadata as text) or a store that keeps no metadata of the
+    ///   application's; `.persistentStoreSave` for a store added read-only; the store's error
+    ///   (a file store's ``FileStoreError``) as `underlying` of `.persistentStoreSave` when it
+    ///   cannot write.
+    public func setMetadata(_ metadata: [String: Any]?, for store: any PersistentStore) throws {
+        try refuseWrites(to: store, "setMetadata(_:for:)")
+        // The store leaves out its own keys; the model's hashes, which it does not hold, go here.
+        var entries: [String: String] = [:]
+        for (key, value) in metadata ?? [:] where key != NSStoreModelVersionHashesKey && key != NSStoreModelVersionIdentifiersKey {
+            guard let text = value as? String else {
+                throw CoreDataError(
+                    .persistentStoreOperation,
+                    "metadata entry '\(key)' holds a \(type(of: value)); stores here keep metadata as text: store it as a String.")
+            }
+            entries[key] = text
+        }
+        do {
+            try store.setMetadata(entries)
+        } catch let error as CoreDataError {
+            throw error
+        } catch {
+            throw CoreDataError(
+                .persistentStoreSave, "setting the metadata of store \(store.identifier) failed: \(error); it keeps the metadata it had.",
+                underlying: error)
+        }
+    }
+
+    /// Sets the application's metadata entries of the file store at `url` without loading
+    /// it (see ``setMetadata(_:for:)``): through the store when it is open in this process,
+    /// otherwise under its lock.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for a type other than
+    ///   ``NSFileStoreType``, `.persistentStoreOperation` for a value that is not a `String`,
+    ///   `.persistentStoreSave` with the ``FileStoreError`` as `underlying` (locked by another
+    ///   process, no store at `url`, damaged header, I/O).
+    public static func setMetadata(
+        _ metadata: [String: Any]?, forPersistentStoreOfType storeType: String, at url: URL, options: [String: String]? = nil
+    ) throws {
+        guard storeType == NSFileStoreType else {
+            throw CoreDataError(
+                .persistentStoreInvalidType,
+                "cannot set the metadata of a '\(storeType)' store at \(url.path) without loading it; load it and use "
+                    + "setMetadata(_:for:).")
+        }
+        var entries: [String: String] = [:]
+        for (key, value) in metadata ?? [:] where key != NSStoreModelVersionHashesKey && key != NSStoreModelVersionIdentifiersKey {
+            guard let text = value as? String else {
+                throw CoreDataError(
+                    .persistentStoreOperation,
+                    "metadata entry '\(key)' holds a \(type(of: value)); stores here keep metadata as text: store it as a String.")
+            }
+            entries[key] = text
+        }
+        do {
+            try FileStore.setMetadata(entries, at: url)
+        } catch {
+            throw CoreDataError(
+                .persistentStoreSave, "setting the metadata of the store at \(url.path) failed: \(error.message)", underlying: error)
+        }
+    }
 }
 
 extension NSManagedObjectModel {

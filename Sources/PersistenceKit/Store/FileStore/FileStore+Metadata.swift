@@ -2,7 +2,8 @@ import Foundation
 
 extension FileStore {
     /// The metadata of the file store at `url`, read from its header without opening it:
-    /// ``NSStoreTypeKey``, ``NSStoreUUIDKey`` and ``PersistenceKitModelLayoutHashKey``.
+    /// ``NSStoreTypeKey``, ``NSStoreUUIDKey`` and ``PersistenceKitModelLayoutHashKey``, and
+    /// the entries an application set (``FileStore/setMetadata(_:)``).
     /// Works whether or not the store is open, in this process or another.
     ///
     /// - Throws: ``FileStoreError`` — `.io` when the file cannot be read (missing
@@ -14,11 +15,14 @@ extension FileStore {
         }
         let path = url.standardizedFileURL.path
         let header = try readHeader(at: path)
-        return [
+        let base = [
             NSStoreTypeKey: NSFileStoreType,
             NSStoreUUIDKey: header.storeID,
             PersistenceKitModelLayoutHashKey: NSManagedObjectModel.hex(effectiveLayoutHash(header: header.modelHash, path: path)),
         ]
+        // The application's entries (FileStore+UserMetadata.swift), when they are this store's.
+        guard let sidecar = try readUserMetadata(path: path), sidecar.storeID == header.storeID else { return base }
+        return base.merging(sidecar.entries) { mine, _ in mine }
     }
 
     /// The header of the store file at `path`, read without opening the store.

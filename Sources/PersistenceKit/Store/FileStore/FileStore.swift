@@ -90,7 +90,13 @@ public final class FileStore: PersistentStore {
     /// See ``PersistentStore``.
     public let url: URL?
     /// See ``PersistentStore``.
-    public let metadata: [String: String]
+    public var metadata: [String: String] {
+        baseMetadata.merging(userMetadata.withLock { $0 }) { base, _ in base }
+    }
+    /// The metadata the store sets itself (type, identifier, model hashes).
+    let baseMetadata: [String: String]
+    /// The application's metadata entries (see FileStore+UserMetadata.swift).
+    let userMetadata: Lock<[String: String]>
     /// The store file's path.
     public let path: String
     /// The folder holding the store file (and `-lock`), which is synced when they appear.
@@ -334,7 +340,9 @@ public final class FileStore: PersistentStore {
             let lock = StoreLock(claim: key, file: lockFile)
             defer { lock.release() }
             try io(path, "deleting the store") {
-                for suffix in ["", "-new", "-compact", layoutAliasSuffix] { try fs.remove(path + suffix) }
+                for suffix in ["", "-new", "-compact", layoutAliasSuffix, userMetadataSuffix, userMetadataSuffix + "-new"] {
+                    try fs.remove(path + suffix)
+                }
                 try fs.remove(path + "-lock")  // last: its lock kept others out until now
                 try fs.syncDirectory(directory)
             }
@@ -363,6 +371,9 @@ public final class FileStore: PersistentStore {
         }
         self.indexedColumns = indexed
         self.uniqueConstraints = UniqueConstraints(model: model)
+        // Read before the files are opened: a damaged sidecar fails the open before the store
+        // holds its lock (a throw after `openFiles` would leave the lock held).
+        let sidecar = try Self.readUserMetadata(path: path)
         let opened =
             options.readOnly
             ? try Self.openFilesReadOnly(path: path, model: model, options: options)
@@ -373,12 +384,13 @@ public final class FileStore: PersistentStore {
         // unnoticed by whoever reads the process's log.
         if let recovery = opened.recovery { Self.logRecovery(recovery) }
         self.modelRecordSize = FileStoreFormat.modelRecord(model, sequence: 0).count
-        self.metadata = [
+        self.baseMetadata = [
             NSStoreTypeKey: NSFileStoreType,
             NSStoreUUIDKey: opened.storeID,
             PersistenceKitModelLayoutHashKey: model.layoutHashString,
             "ModelVersionHash": model.versionHashString,
         ]
+        self.userMetadata = Lock(sidecar?.storeID == opened.storeID ? sidecar?.entries ?? [:] : [:])
         self.state = Lock(opened.state)
     }
 
@@ -399,7 +411,8 @@ public final class FileStore: PersistentStore {
         self.uniqueConstraints = store.uniqueConstraints
         self.identifier = store.identifier
         self.recovery = store.recovery
-        self.metadata = store.metadata
+        self.baseMetadata = store.baseMetadata
+        self.userMetadata = Lock(store.userMetadata.withLock { $0 })
         self.modelRecordSize = store.modelRecordSize
         self.state = Lock(state)
     }

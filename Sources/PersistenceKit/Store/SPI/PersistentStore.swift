@@ -27,6 +27,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     var url: URL? { get }
     /// Key-value metadata (store identifier, model version hash, …).
     var metadata: [String: String] { get }
+    /// Replaces the application's metadata entries (``NSPersistentStoreCoordinator/setMetadata(_:for:)``):
+    /// afterwards ``metadata`` holds the store's own keys (which `metadata` cannot change)
+    /// and those of `metadata`'s other entries, which are durable when the store is. (A
+    /// default is provided: it throws ``CoreDataError`` `.persistentStoreOperation`.)
+    func setMetadata(_ metadata: [String: String]) throws
     /// Whether the store is read-only by its own account (opened so): a coordinator then
     /// refuses every write to it with ``CoreDataError`` `.persistentStoreSave` before
     /// calling ``commit(_:)``. (A default is provided: `false`.)
@@ -155,6 +160,14 @@ extension PersistentStore {
     /// The model configuration the store holds: always `"Default"`, the only one there is
     /// (models have no configurations yet).
     public var configurationName: String { "Default" }
+
+    /// Throws ``CoreDataError`` `.persistentStoreOperation`: the store keeps no metadata of
+    /// the application's.
+    public func setMetadata(_ metadata: [String: String]) throws {
+        throw CoreDataError(
+            .persistentStoreOperation,
+            "the store \(identifier) (\(type)) keeps no metadata of the application's; use a file, in-memory or PostgreSQL store.")
+    }
 
     /// `false`: a store is written unless it says otherwise (a coordinator also refuses
     /// writes to a store added with ``NSReadOnlyPersistentStoreOption``).

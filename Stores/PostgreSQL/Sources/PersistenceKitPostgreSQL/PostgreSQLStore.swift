@@ -65,8 +65,15 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     /// it creates no schema, its commits are refused (the coordinator refuses saves before
     /// they reach it), and on a hot standby it does not listen (see Docs/Scaling.md).
     public let isReadOnly: Bool
-    /// See ``PersistentStore``.
-    public let metadata: [String: String]
+    /// See ``PersistentStore``: the store's own keys, and the application's entries as this
+    /// process last read or set them (another process's changes show on the next open).
+    public var metadata: [String: String] {
+        baseMetadata.merging(userMetadata.withLock { $0 }) { base, _ in base }
+    }
+    /// The metadata the store sets itself.
+    let baseMetadata: [String: String]
+    /// The application's metadata entries (rows of `_pk_metadata`).
+    let userMetadata: Mutex<[String: String]>
 
     let pool: ConnectionPool
     let schema: String
@@ -133,7 +140,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         let opened = try SchemaBuilder(layouts: layouts, schema: schema, support: support, target: target)
             .open(in: pool, creating: !isReadOnly)
         self.identifier = opened.identifier
-        self.metadata = [
+        self.userMetadata = Mutex(opened.entries)
+        self.baseMetadata = [
             NSStoreTypeKey: NSPostgreSQLStoreType,
             NSStoreUUIDKey: opened.identifier,
             PersistenceKitModelLayoutHashKey: opened.layoutHash,
@@ -211,5 +219,36 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
             for (i, h) in list.enumerated() where i >= keep.count || keep[i] { kept.append(h) }
             list = kept
         }
+    }
+}
+
+extension PostgreSQLStore {
+    /// See ``PersistentStore``. Replaces the application's rows of `_pk_metadata` with the
+    /// entries of `metadata` whose keys the store does not keep itself, in one transaction.
+    ///
+    /// - Throws: ``PostgreSQLStoreError`` (`.query` for a store opened read-only, nothing
+    ///   changed; the server's errors, the rows as they were).
+    public func setMetadata(_ metadata: [String: String]) throws {
+        if isReadOnly {
+            throw PostgreSQLStoreError(
+                .query, target: pool.target, "the store was opened read-only (NSReadOnlyPersistentStoreOption); nothing was written.")
+        }
+        let entries = metadata.filter { baseMetadata[$0.key] == nil && !SchemaBuilder.ownKeys.contains($0.key) }
+        let table = "\(quote(schema)).\(quote("_pk_metadata"))"
+        try pool.withConnection { c in
+            try c.execute("BEGIN")
+            do {
+                let own = "{" + SchemaBuilder.ownKeys.sorted().map { "\"\($0)\"" }.joined(separator: ",") + "}"
+                try c.execute("DELETE FROM \(table) WHERE key <> ALL($1::text[])", [.text(own)], prepare: false)
+                for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+                    try c.execute("INSERT INTO \(table) (key, value) VALUES ($1, $2)", [.text(key), .text(value)], prepare: false)
+                }
+                try c.execute("COMMIT")
+            } catch {
+                if c.isHealthy { _ = try? c.execute("ROLLBACK") }
+                throw error
+            }
+        }
+        userMetadata.withLock { $0 = entries }
     }
 }

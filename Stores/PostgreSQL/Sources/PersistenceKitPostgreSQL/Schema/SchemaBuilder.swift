@@ -16,7 +16,12 @@ struct SchemaBuilder {
         /// The table layout's version (``LinkLayout/version``; empty: before versions were
         /// recorded, every to-many end an array).
         var layoutVersion: String
+        /// The application's metadata entries (every row but the store's own keys).
+        var entries: [String: String] = [:]
     }
+
+    /// The keys of `_pk_metadata` that the store keeps itself.
+    static let ownKeys: Set<String> = [NSStoreUUIDKey, PersistenceKitModelLayoutHashKey, PostgreSQLStore.layoutVersionKey]
 
     /// The uniqueness constraints that span an entity family, kept in key tables.
     var family: FamilyUniqueness { FamilyUniqueness(layouts: layouts, support: support, schema: schema) }
@@ -104,7 +109,7 @@ struct SchemaBuilder {
         for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
         return Opened(
             identifier: values[NSStoreUUIDKey] ?? "", layoutHash: values[PersistenceKitModelLayoutHashKey] ?? "",
-            layoutVersion: values[PostgreSQLStore.layoutVersionKey] ?? "")
+            layoutVersion: values[PostgreSQLStore.layoutVersionKey] ?? "", entries: values.filter { !Self.ownKeys.contains($0.key) })
     }
 
     /// Throws ``PostgreSQLStoreError`` `.unsupportedLayout` unless `version` is the layout
