@@ -73,16 +73,7 @@ extension NSPersistentStoreCoordinator {
     ///   cannot write.
     public func setMetadata(_ metadata: [String: Any]?, for store: any PersistentStore) throws {
         try refuseWrites(to: store, "setMetadata(_:for:)")
-        // The store leaves out its own keys; the model's hashes, which it does not hold, go here.
-        var entries: [String: String] = [:]
-        for (key, value) in metadata ?? [:] where key != NSStoreModelVersionHashesKey && key != NSStoreModelVersionIdentifiersKey {
-            guard let text = value as? String else {
-                throw CoreDataError(
-                    .persistentStoreOperation,
-                    "metadata entry '\(key)' holds a \(type(of: value)); stores here keep metadata as text: store it as a String.")
-            }
-            entries[key] = text
-        }
+        let entries = try Self.textEntries(metadata)
         do {
             try store.setMetadata(entries)
         } catch let error as CoreDataError {
@@ -92,6 +83,23 @@ extension NSPersistentStoreCoordinator {
                 .persistentStoreSave, "setting the metadata of store \(store.identifier) failed: \(error); it keeps the metadata it had.",
                 underlying: error)
         }
+    }
+
+    /// The entries of `metadata` a store keeps: all but the model's version hashes and
+    /// identifiers (which no store holds; the store leaves out its own keys itself), as text.
+    ///
+    /// - Throws: ``CoreDataError`` `.persistentStoreOperation` for a value that is not a `String`.
+    private static func textEntries(_ metadata: [String: Any]?) throws -> [String: String] {
+        var entries: [String: String] = [:]
+        for (key, value) in metadata ?? [:] where key != NSStoreModelVersionHashesKey && key != NSStoreModelVersionIdentifiersKey {
+            guard let text = value as? String else {
+                throw CoreDataError(
+                    .persistentStoreOperation,
+                    "metadata entry '\(key)' holds a \(type(of: value)); stores here keep metadata as text: store it as a String.")
+            }
+            entries[key] = text
+        }
+        return entries
     }
 
     /// Sets the application's metadata entries of the file store at `url` without loading
@@ -111,15 +119,7 @@ extension NSPersistentStoreCoordinator {
                 "cannot set the metadata of a '\(storeType)' store at \(url.path) without loading it; load it and use "
                     + "setMetadata(_:for:).")
         }
-        var entries: [String: String] = [:]
-        for (key, value) in metadata ?? [:] where key != NSStoreModelVersionHashesKey && key != NSStoreModelVersionIdentifiersKey {
-            guard let text = value as? String else {
-                throw CoreDataError(
-                    .persistentStoreOperation,
-                    "metadata entry '\(key)' holds a \(type(of: value)); stores here keep metadata as text: store it as a String.")
-            }
-            entries[key] = text
-        }
+        let entries = try textEntries(metadata)
         do {
             try FileStore.setMetadata(entries, at: url)
         } catch {

@@ -103,6 +103,21 @@ extension FileStore {
         }
     }
 
+    /// Takes the lock of a store this process does not have open, for work on its files
+    /// (destroying it, setting its metadata): claimed in this process, then `-lock` locked
+    /// as an open locks it. Returns the lock and whether `-lock` was there before (a crashed
+    /// session's, which the caller leaves for recovery).
+    static func lockClosedStore(path: String, key: String, fs: any StoreFileSystem) throws(FileStoreError) -> (StoreLock, crashed: Bool) {
+        StoreLock.claim(key)
+        do throws(FileStoreError) {
+            let (file, crashed) = try lockFileLocked(path + "-lock", path: path, fs: fs)
+            return (StoreLock(claim: key, file: file), crashed)
+        } catch {
+            StoreLock.unclaim(key)
+            throw error
+        }
+    }
+
     /// Opens `-lock` and takes its file lock; returns the locked file and whether `-lock`
     /// was there before (the last session crashed). Closes what it opened when it throws.
     ///

@@ -117,16 +117,7 @@ extension FileStore {
                 return
             }
             let fs = PosixFileSystem()
-            StoreLock.claim(key)
-            let lockFile: any StoreFile
-            let crashed: Bool
-            do throws(FileStoreError) {
-                (lockFile, crashed) = try lockFileLocked(path + "-lock", path: path, fs: fs)
-            } catch {
-                StoreLock.unclaim(key)
-                throw error
-            }
-            let lock = StoreLock(claim: key, file: lockFile)
+            let (lock, crashed) = try lockClosedStore(path: path, key: key, fs: fs)
             defer {
                 // A `-lock` this call made goes again; one a crashed session left stays for
                 // the recovery the next open runs.

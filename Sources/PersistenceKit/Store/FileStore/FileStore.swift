@@ -329,15 +329,7 @@ public final class FileStore: PersistentStore {
             // the path names: a lock taken on a `-lock` that a closing process had just
             // unlinked would let this delete a store another process was opening.
             let fs = PosixFileSystem()
-            StoreLock.claim(key)
-            let lockFile: any StoreFile
-            do throws(FileStoreError) {
-                (lockFile, _) = try lockFileLocked(path + "-lock", path: path, fs: fs)
-            } catch {
-                StoreLock.unclaim(key)
-                throw error
-            }
-            let lock = StoreLock(claim: key, file: lockFile)
+            let (lock, _) = try lockClosedStore(path: path, key: key, fs: fs)
             defer { lock.release() }
             try io(path, "deleting the store") {
                 for suffix in ["", "-new", "-compact", layoutAliasSuffix, userMetadataSuffix, userMetadataSuffix + "-new"] {

@@ -96,8 +96,9 @@ struct FamilyUniquenessTests {
         try admin.run("DROP TABLE \"\(schema)\".\"_pk_unique_Vehicle_0\"")
     }
 
-    @Test("A schema without the family's key table gets it on open, filled from the stored rows")
-    func keyTableMadeOnOpen() async throws {
+    /// Runs `body` with the version-1 model, a fresh schema and a container on it that saved
+    /// the car `P1` (`body` closes it); removes the model files and the schema afterwards.
+    static func withCarP1(_ body: (NSManagedObjectModel, String, NSPersistentContainer) async throws -> Void) async throws {
         let models = try M([("V1", Self.v1)], current: "V1")
         defer { models.remove() }
         let model = try models.current()
@@ -105,33 +106,33 @@ struct FamilyUniquenessTests {
         defer { TestServer.drop(schema, model: model) }
         let first = try await SchemaMigrationTests.load(model, schema: schema)
         #expect(try await Self.insert("Car", "plate", "P1", in: first) == nil)
-        SchemaMigrationTests.close(first)
-        try Self.dropFamilyKeys(schema)
+        try await body(model, schema, first)
+    }
 
-        let reopened = try await SchemaMigrationTests.load(model, schema: schema)
-        defer { SchemaMigrationTests.close(reopened) }
-        #expect(try await Self.insert("Truck", "plate", "P1", in: reopened)?.code == .managedObjectConstraintMerge)
-        #expect(try await Self.vehicles("plate", in: reopened) == ["Car:P1"])
+    @Test("A schema without the family's key table gets it on open, filled from the stored rows")
+    func keyTableMadeOnOpen() async throws {
+        try await Self.withCarP1 { model, schema, first in
+            SchemaMigrationTests.close(first)
+            try Self.dropFamilyKeys(schema)
+            let reopened = try await SchemaMigrationTests.load(model, schema: schema)
+            defer { SchemaMigrationTests.close(reopened) }
+            #expect(try await Self.insert("Truck", "plate", "P1", in: reopened)?.code == .managedObjectConstraintMerge)
+            #expect(try await Self.vehicles("plate", in: reopened) == ["Car:P1"])
+        }
     }
 
     @Test("A schema whose stored rows break the family constraint is refused on open with a typed error naming them")
     func clashingRowsRefused() async throws {
-        let models = try M([("V1", Self.v1)], current: "V1")
-        defer { models.remove() }
-        let model = try models.current()
-        let schema = TestServer.freshSchema()
-        defer { TestServer.drop(schema, model: model) }
-        let first = try await SchemaMigrationTests.load(model, schema: schema)
-        #expect(try await Self.insert("Car", "plate", "P1", in: first) == nil)
-        try Self.dropFamilyKeys(schema)
-        // With no key table, only each table's rows are checked.
-        #expect(try await Self.insert("Truck", "plate", "P1", in: first) == nil)
-        SchemaMigrationTests.close(first)
-
-        let error = await #expect(throws: (any Error).self) { _ = try await SchemaMigrationTests.load(model, schema: schema) }
-        let cause = (error as? CoreDataError)?.underlying as? PostgreSQLStoreError ?? error as? PostgreSQLStoreError
-        #expect(cause?.sqlState == "23505", "\(String(describing: error))")
-        #expect(cause?.message.contains("Car, Truck, Vehicle") == true, "\(String(describing: cause))")
-        #expect(cause?.message.contains("plate") == true)
+        try await Self.withCarP1 { model, schema, first in
+            try Self.dropFamilyKeys(schema)
+            // With no key table, only each table's rows are checked.
+            #expect(try await Self.insert("Truck", "plate", "P1", in: first) == nil)
+            SchemaMigrationTests.close(first)
+            let error = await #expect(throws: (any Error).self) { _ = try await SchemaMigrationTests.load(model, schema: schema) }
+            let cause = (error as? CoreDataError)?.underlying as? PostgreSQLStoreError ?? error as? PostgreSQLStoreError
+            #expect(cause?.sqlState == "23505", "\(String(describing: error))")
+            #expect(cause?.message.contains("Car, Truck, Vehicle") == true, "\(String(describing: cause))")
+            #expect(cause?.message.contains("plate") == true)
+        }
     }
 }
