@@ -169,6 +169,18 @@ extension StoreBehaviour {
         }
     }
 
+    /// Saves the tags `a` (used once) and `b` (twice) through `container`.
+    static func saveTagsAB(_ container: NSPersistentContainer) async throws {
+        try await inContext(container) { context in
+            for (label, uses) in [("a", 1), ("b", 2)] {
+                let tag = SBTag(context: context)
+                tag.label = label
+                tag.uses = Int64(uses)
+            }
+            try context.save()
+        }
+    }
+
     static func tagLines(_ context: NSManagedObjectContext) throws -> [String] {
         try all(SBTag.self, in: context, sortedBy: "label").map { "\($0.label):\($0.uses)" }
     }
@@ -224,14 +236,7 @@ extension StoreBehaviour {
         // Renaming a stored tag to another stored tag's label: refused, nothing changes; once
         // the other tag is deleted (by another coordinator), the rename goes through.
         try await withStore(store, BehaviourModels.tags) { checked in
-            try await inContext(try await checked.open("A")) { context in
-                for (label, uses) in [("a", 1), ("b", 2)] {
-                    let tag = SBTag(context: context)
-                    tag.label = label
-                    tag.uses = Int64(uses)
-                }
-                try context.save()
-            }
+            try await saveTagsAB(try await checked.open("A"))
             let b = try await checked.open("B")
             let contextB = b.newBackgroundContext()  // used with `performAndWait`, as in `inContext`
             try contextB.performAndWait {

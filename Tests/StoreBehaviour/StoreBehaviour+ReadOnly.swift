@@ -5,14 +5,7 @@ import Testing
 extension StoreBehaviour {
     static func readOnly(_ store: some StoreUnderTest) async throws {
         try await withStore(store, BehaviourModels.tags) { checked in
-            try await inContext(try await checked.open("A")) { context in
-                for (label, uses) in [("a", 1), ("b", 2)] {
-                    let tag = SBTag(context: context)
-                    tag.label = label
-                    tag.uses = Int64(uses)
-                }
-                try context.save()
-            }
+            try await saveTagsAB(try await checked.open("A"))
             try checked.closeAll()
 
             let readOnly = try await checked.openReadOnly()
