@@ -256,6 +256,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             }
             list.append(store)
         }
+        LoadedStores.note(store)
         observeRemoteChanges(of: store)
     }
 
