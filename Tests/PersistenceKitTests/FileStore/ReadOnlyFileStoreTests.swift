@@ -94,6 +94,10 @@ struct ReadOnlyFileStoreTests {
         #expect(error?.message.contains("not created") == true)
         #expect(!FileManager.default.fileExists(atPath: folder.storeURL.path))
         #expect(!FileManager.default.fileExists(atPath: folder.storeURL.path + "-lock"))
+        // Nor its folder.
+        let deeper = folder.url.appendingPathComponent("missing/store.pkstore")
+        #expect(FSSupport.loadError { _ = try Self.readOnlyContainer(deeper) }?.kind == .io)
+        #expect(!FileManager.default.fileExists(atPath: folder.url.appendingPathComponent("missing").path))
     }
 
     @Test("In one process, a store open for writing is not opened read-only too (one store object serves both)")

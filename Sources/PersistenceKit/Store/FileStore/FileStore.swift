@@ -246,10 +246,14 @@ public final class FileStore: PersistentStore {
         let path = resolvedPath(of: url)
         // The folder first: the key names it by its identity, which it has only once it exists.
         let directory = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
+        // A read-only open makes nothing, its folder included (a missing folder holds no
+        // store, which the open then reports).
+        if !options.readOnly {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw FileStoreError(.io, path: path, "could not create the store's folder \(directory): \(error)")
+            }
         }
         let key = StoreLock.key(forStoreAt: path)
         // The store found in the table is released only after the table's lock: if another
