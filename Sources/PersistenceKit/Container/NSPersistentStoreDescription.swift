@@ -17,6 +17,7 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         var shouldInferMappingModelAutomatically = true
         var stagedMigrationManager: NSStagedMigrationManager?
         var isReadOnly = false
+        var timeout: TimeInterval = 0
     }
 
     private let state: Lock<State>
@@ -79,6 +80,15 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
         set { state.withLock { $0.isReadOnly = newValue } }
     }
 
+    /// How long loading waits for another process to close a file store it has open, in
+    /// seconds (Core Data's; passed as ``NSPersistentStoreTimeoutOption``). Default 0 (not
+    /// Core Data's 240): a store in use elsewhere fails at once with
+    /// `FileStoreError.Kind.lockedByAnotherProcess`.
+    public var timeout: TimeInterval {
+        get { state.withLock { $0.timeout } }
+        set { state.withLock { $0.timeout = newValue } }
+    }
+
     /// The staged migration to run when the store was written with an older model version
     /// (Core Data passes it as the `NSPersistentStoreStagedMigrationManagerOptionKey`
     /// option; options here are strings, so it has a property of its own). `nil` by default.
@@ -88,7 +98,8 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
     }
 
     /// The options the container passes to the coordinator: ``options`` with the migration
-    /// and read-only flags filled in from their properties (an option set explicitly wins).
+    /// and read-only flags and the timeout filled in from their properties (an option set
+    /// explicitly wins).
     var effectiveOptions: [String: String] {
         state.withLock { s in
             var options = s.options
@@ -100,6 +111,9 @@ public final class NSPersistentStoreDescription: Sendable, CustomStringConvertib
             }
             if options[NSReadOnlyPersistentStoreOption] == nil && s.isReadOnly {
                 options[NSReadOnlyPersistentStoreOption] = "true"
+            }
+            if options[NSPersistentStoreTimeoutOption] == nil && s.timeout > 0 {
+                options[NSPersistentStoreTimeoutOption] = String(s.timeout)
             }
             return options
         }

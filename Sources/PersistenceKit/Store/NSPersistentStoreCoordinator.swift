@@ -74,6 +74,14 @@ public final class NSPersistentStoreCoordinator: Sendable {
             // of the CoreDataError `openStore` throws.
             var fileOptions = FileStore.Options(durability: durability, tracksHistory: tracksHistory)
             fileOptions.readOnly = opensReadOnly(options)
+            if let text = options[NSPersistentStoreTimeoutOption] {
+                guard let seconds = TimeInterval(text), seconds >= 0 else {
+                    throw CoreDataError(
+                        .persistentStoreOpen,
+                        "option \(NSPersistentStoreTimeoutOption) is '\(text)'; give a number of seconds, such as \"5\".")
+                }
+                fileOptions.lockTimeout = seconds
+            }
             return try FileStore.open(at: url, model: model, options: fileOptions)
         },
     ])

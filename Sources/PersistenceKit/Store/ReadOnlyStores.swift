@@ -8,6 +8,11 @@ import Foundation
 /// reported as without automatic migration).
 public let NSReadOnlyPersistentStoreOption = "NSReadOnlyPersistentStoreOption"
 
+/// The store option giving how long a file store's open waits for another process to close
+/// it, in seconds (`"5"`, `"0.5"`), as Core Data's: ``NSPersistentStoreDescription/timeout``
+/// sets it. Without it the open fails at once when the store is in use.
+public let NSPersistentStoreTimeoutOption = "NSPersistentStoreTimeoutOption"
+
 extension NSPersistentStoreCoordinator {
     /// Whether `options` open the store read-only.
     static func opensReadOnly(_ options: [String: String]?) -> Bool { isOn(NSReadOnlyPersistentStoreOption, in: options) }

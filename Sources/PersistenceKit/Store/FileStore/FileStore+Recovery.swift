@@ -27,7 +27,7 @@ extension FileStore {
         StoreLock.claim(key)
         let (lockFile, crashed): (any StoreFile, Bool)
         do {
-            (lockFile, crashed) = try lockFileLocked(lockPath, path: path, fs: fs)
+            (lockFile, crashed) = try lockFileWaiting(lockPath, path: path, fs: fs, timeout: options.lockTimeout)
         } catch {
             StoreLock.unclaim(key)
             throw error
@@ -115,6 +115,23 @@ extension FileStore {
         } catch {
             StoreLock.unclaim(key)
             throw error
+        }
+    }
+
+    /// ``lockFileLocked(_:path:fs:)``, tried again every 10 ms while another process holds
+    /// the lock, for up to `timeout` seconds (the lock has no waiting form that can time out;
+    /// a process that closes the store lets go of it at once, so the wait ends within 10 ms
+    /// of that).
+    static func lockFileWaiting(
+        _ lockPath: String, path: String, fs: any StoreFileSystem, timeout: TimeInterval
+    ) throws(FileStoreError) -> (any StoreFile, crashed: Bool) {
+        let deadline = ContinuousClock.now + .milliseconds(Int(max(0, timeout) * 1000))
+        while true {
+            do throws(FileStoreError) {
+                return try lockFileLocked(lockPath, path: path, fs: fs)
+            } catch where error.kind == .lockedByAnotherProcess && ContinuousClock.now < deadline {
+                usleep(10_000)
+            }
         }
     }
 

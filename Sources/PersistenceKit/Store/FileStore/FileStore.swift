@@ -61,6 +61,10 @@ public final class FileStore: PersistentStore {
         /// any number of processes may read it at once; it needs a store that exists, was
         /// closed cleanly and that no process has open for writing (see FileStore+ReadOnly.swift).
         public var readOnly = false
+        /// How long an open waits for another process to close the store, in seconds
+        /// (``NSPersistentStoreTimeoutOption``). Default 0: a store another process has open
+        /// fails the open at once with `.lockedByAnotherProcess`.
+        public var lockTimeout: TimeInterval = 0
         /// The identifier a store created by this open gets (a fresh UUID when `nil`).
         /// Migration sets it, so that a migrated store keeps its identifier and the object
         /// IDs (URIs) that name it.
