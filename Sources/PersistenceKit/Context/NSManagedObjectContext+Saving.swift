@@ -77,6 +77,8 @@ extension NSManagedObjectContext {
             return
         }
         let store = try loadedStore ?? coordinator.primaryStore(for: "save()")
+        // Again: a will-save observer may have made the changes (no store was looked up then).
+        try coordinator.refuseWrites(to: store, "save()")
         // Core Data promises no order for willSave(); iterating the sets saves three sorts.
         insertions.forEach { $0.willSave() }
         for set in [updatedSet, deletedSet] {

@@ -163,8 +163,16 @@ public final class NSPersistentStoreCoordinator: Sendable {
         while true {
             let store = try openStore(with: factory, type: type, at: url, options: options, staged: stagedMigrationManager)
             do {
-                try addPersistentStore(store)
-                if Self.opensReadOnly(options) { readOnlyStores.withLock { _ = $0.insert(store.identifier) } }
+                // Marked before it is added, so that no save through this coordinator reaches it
+                // unrefused; the mark goes again if adding fails.
+                let readOnly = Self.opensReadOnly(options)
+                if readOnly { readOnlyStores.withLock { _ = $0.insert(store.identifier) } }
+                do {
+                    try addPersistentStore(store)
+                } catch {
+                    if readOnly { readOnlyStores.withLock { _ = $0.remove(store.identifier) } }
+                    throw error
+                }
                 if storeOptionIsOn(options?[NSPersistentStoreRemoteChangeNotificationPostOptionKey]) {
                     let live = Self.remoteChangeObservers.withLock { table in
                         let live = table[store.identifier, default: []].compactMap(\.coordinator)
@@ -340,6 +348,8 @@ public final class NSPersistentStoreCoordinator: Sendable {
     /// Commits `transaction` to `store` under the coordinator's write lock; returns the
     /// result with the ``CommitClock`` reading as of which the committed rows are current.
     func commit(_ transaction: StoreTransaction, to store: any PersistentStore) throws -> (StoreCommitResult, clock: UInt64) {
+        // Every commit path passes here: a read-only store is never written, whatever asked.
+        try refuseWrites(to: store, "saving")
         let (result, clock, token) = try commitLock.withLock { attempts in
             attempts &+= 1
             let result: StoreCommitResult

@@ -22,9 +22,11 @@ extension NSPersistentStoreCoordinator {
     /// `operation`. Nothing has been written when it throws.
     func refuseWrites(to store: any PersistentStore, _ operation: String) throws(CoreDataError) {
         guard store.isReadOnly || isAddedReadOnly(store) else { return }
+        // A file's path, or the store's identifier: a database URL may hold a password.
+        let named = store.url.flatMap { $0.isFileURL ? "at \($0.path)" : nil } ?? store.identifier
         throw CoreDataError(
             .persistentStoreSave,
-            "\(operation) failed: the store \(store.url.map { "at \($0.isFileURL ? $0.path : $0.absoluteString)" } ?? store.identifier) "
+            "\(operation) failed: the store \(named) "
                 + "was added read-only (NSReadOnlyPersistentStoreOption, or the description's isReadOnly), so nothing was written "
                 + "and the context keeps its changes; add the store without that option to change it.")
     }

@@ -45,6 +45,9 @@ struct ReadOnlyFileStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted() == listing)
         let store = try #require(FSSupport.fileStores(container).first)
         #expect(store.isReadOnly)
+        // Nor through the store itself: a compaction would rename its old image over the file.
+        let compaction = #expect(throws: FileStoreError.self) { try store.compact() }
+        #expect(compaction?.kind == .readOnly)
         try FSSupport.close(container)
         #expect(try FSSupport.bytes(folder.storeURL) == before)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted() == listing)
@@ -118,6 +121,33 @@ struct ReadOnlyFileStoreTests {
         let other = try NSManagedObjectModel(managedObjectClasses: [Shelf.self, Book.self, Author.self, Cover.self, ReadOnlyNote.self])
         let error = #expect(throws: CoreDataError.self) { _ = try Self.readOnlyContainer(folder.storeURL, model: other) }
         #expect(error?.code == .persistentStoreIncompatibleVersionHash, "\(String(describing: error))")
+        #expect(try FSSupport.bytes(folder.storeURL) == before)
+    }
+
+    @Test("Changes a will-save observer makes are refused too, and nothing is written")
+    func willSaveObserverRefused() throws {
+        let folder = try TemporaryFolder()
+        try Self.seed(folder.storeURL)
+        let before = try FSSupport.bytes(folder.storeURL)
+        let container = try Self.readOnlyContainer(folder.storeURL)
+        defer { try? FSSupport.close(container) }
+        let context = container.newBackgroundContext()
+        let observer = NotificationCenter.default.addObserver(
+            forName: .NSManagedObjectContextWillSave, object: context, queue: nil
+        ) { _ in
+            // Posted on the context's queue, inside its save.
+            Book(context: context).title = "added while saving"
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let error = context.performAndWait { () -> CoreDataError? in
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoreDataError
+            }
+        }
+        #expect(error?.code == .persistentStoreSave, "\(String(describing: error))")
         #expect(try FSSupport.bytes(folder.storeURL) == before)
     }
 }

@@ -9,6 +9,7 @@ extension FileStore {
     /// Live data past the format's record limit cannot go into one checkpoint: such a file
     /// is left to grow (see Docs/StoreFormat.md).
     func compactIfNeeded(_ s: inout State) throws(FileStoreError) {
+        if options.readOnly { return }  // never written (see `refuseIfSnapshot`)
         let live =
             s.liveBytes + s.history.byteCount + FileStoreFormat.headerSize + modelRecordSize + FileStoreFormat.recordOverhead + 6
             + 12 * s.tables.count

@@ -85,7 +85,11 @@ extension FileStore {
     }
 
     /// Throws when this store object is a query generation's snapshot.
+    /// Throws for every write to a query generation's snapshot or to a store opened
+    /// read-only. A read-only open holds no lock: a write there (a compaction renaming its
+    /// old image over the file) could replace what a writing process saved since.
     func refuseIfSnapshot(_ what: String) throws(FileStoreError) {
+        if options.readOnly { throw Self.readOnlyError(path) }
         guard isSnapshot else { return }
         throw FileStoreError(
             .closed, path: path, "\(what) failed: this is a read-only query generation of the store; write through the store itself.")

@@ -89,11 +89,13 @@ extension FileStore {
     func writeMetadata(_ metadata: [String: String]) throws(FileStoreError) {
         if options.readOnly || isSnapshot { throw Self.readOnlyError(path) }
         let entries = metadata.filter { baseMetadata[$0.key] == nil }
+        // Under the store's lock, the copy too: two calls at once leave the file and the copy
+        // with the same call's entries.
         try state.withLock { s throws(FileStoreError) in
             guard !s.closed else { throw FileStoreError(.closed, path: path, "the store is closed; open it again to set its metadata.") }
             try Self.writeUserMetadata(entries, path: path, storeID: identifier, fs: options.fileSystem)
+            userMetadata.withLock { $0 = entries }
         }
-        userMetadata.withLock { $0 = entries }
     }
 
     /// Sets the application's metadata entries of the file store at `url` (see

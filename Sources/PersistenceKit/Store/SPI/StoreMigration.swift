@@ -96,6 +96,11 @@ public struct StoreMigrationRequest: Sendable {
     ) throws(MigrationError) {
         let description = NSPersistentStoreDescription(url: url, type: storeType)
         for (key, value) in options { description.setOption(value, forKey: key) }
+        // The copied options turn migration on, and an explicit option wins over the
+        // property: left on, an open that found another version would start a migration
+        // that waits for the one running this handler.
+        description.setOption("false", forKey: NSMigratePersistentStoresAutomaticallyOption)
+        description.setOption("false", forKey: NSInferMappingModelAutomaticallyOption)
         description.shouldMigrateStoreAutomatically = false
         try NSPersistentStoreCoordinator.runStageHandler(handler, of: stage, manager: manager, model: model, description: description)
     }

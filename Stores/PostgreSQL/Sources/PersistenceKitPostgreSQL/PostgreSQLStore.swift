@@ -74,6 +74,8 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     let baseMetadata: [String: String]
     /// The application's metadata entries (rows of `_pk_metadata`).
     let userMetadata: Mutex<[String: String]>
+    /// Held through each `setMetadata` (see there).
+    let metadataWrites = Mutex<Void>(())
 
     let pool: ConnectionPool
     let schema: String
@@ -155,6 +157,13 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         }
     }
 
+    /// Throws for a write to a store opened read-only.
+    func refuseIfReadOnly() throws(PostgreSQLStoreError) {
+        guard isReadOnly else { return }
+        throw PostgreSQLStoreError(
+            .query, target: pool.target, "the store was opened read-only (NSReadOnlyPersistentStoreOption); nothing was written.")
+    }
+
     /// Whether the server is a hot standby replaying another's log (`pg_is_in_recovery()`).
     private func isInRecovery() throws -> Bool {
         try pool.withConnection { c in try c.execute("SELECT pg_is_in_recovery()").text(0, 0) == "t" }
@@ -229,12 +238,15 @@ extension PostgreSQLStore {
     /// - Throws: ``PostgreSQLStoreError`` (`.query` for a store opened read-only, nothing
     ///   changed; the server's errors, the rows as they were).
     public func setMetadata(_ metadata: [String: String]) throws {
-        if isReadOnly {
-            throw PostgreSQLStoreError(
-                .query, target: pool.target, "the store was opened read-only (NSReadOnlyPersistentStoreOption); nothing was written.")
-        }
+        try refuseIfReadOnly()
         let entries = metadata.filter { baseMetadata[$0.key] == nil && !SchemaBuilder.ownKeys.contains($0.key) }
         let table = "\(quote(schema)).\(quote("_pk_metadata"))"
+        // Under the lock for the whole write: two calls at once leave the table and this
+        // process's copy with the same call's entries.
+        try metadataWrites.withLock { _ in try writeMetadata(entries, table: table) }
+    }
+
+    private func writeMetadata(_ entries: [String: String], table: String) throws {
         try pool.withConnection { c in
             try c.execute("BEGIN")
             do {

@@ -8,6 +8,7 @@ extension PostgreSQLStore {
     /// (A PostgreSQL sequence hands out one value per `nextval`, and a range of them is not
     /// contiguous when processes draw at the same time.)
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
+        try refuseIfReadOnly()
         let t = try layout(entity)
         let n = Int64(max(count, 1))
         // Run again on a fresh connection if the first was gone: at worst a range is skipped,
@@ -40,17 +41,27 @@ extension PostgreSQLStore {
     ///   the server refused a statement (nothing written).
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
         if transaction.isEmpty { return .committed([]) }
-        if isReadOnly {
-            throw PostgreSQLStoreError(
-                .query, target: pool.target,
-                "the store was opened read-only (NSReadOnlyPersistentStoreOption); nothing was written.")
-        }
+        try refuseIfReadOnly()
         try refuseNULText(in: transaction)
         var attempt = 0
+        var unexplained = 0
         while true {
             attempt += 1
             do {
                 if let result = try pool.withConnection({ c in try commitOnce(transaction, on: c) }) { return result }
+                // A uniqueness clash the rows read afterwards no longer show: another save
+                // took the value and gave it up meanwhile. Tried again, a few times; a clash
+                // that never shows in the rows (a database constraint the model does not
+                // declare) would otherwise be tried forever.
+                unexplained += 1
+                if unexplained >= 5 {
+                    throw PostgreSQLStoreError(
+                        .query, target: pool.target,
+                        "the database refused the save as a uniqueness violation (SQLSTATE 23505) five times, and no stored "
+                            + "object clashes with it under the model's uniqueness constraints; check the schema's constraints "
+                            + "against the model. Nothing was written.",
+                        sqlState: "23505")
+                }
             } catch let e as PostgreSQLStoreError where e.isRetryable && attempt < 10 {
                 // Aborted by PostgreSQL for another transaction's sake: nothing was written.
             } catch let e as PostgreSQLStoreError where e.kind == .connectionLost && attempt < 3 {

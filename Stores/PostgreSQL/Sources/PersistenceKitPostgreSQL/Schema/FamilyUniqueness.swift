@@ -22,13 +22,14 @@ struct FamilyUniqueness {
     /// One constraint spanning a family, with the names of what keeps it.
     struct Keys {
         let constraint: StoreUniquenessConstraint
-        /// `_pk_unique_<scope>_<k>`, unquoted.
+        /// `_pk_unique_<scope>_<k>` (the scope entity's number), unquoted: numbers, not names,
+        /// so that every name the store makes stays within PostgreSQL's 63 bytes.
         let tableName: String
         /// `pk_uqf_<scope>_<k>`, unquoted.
         let functionName: String
-        /// The constrained columns: name and SQL type, as the scope's table has them (its
-        /// members inherit the same columns).
-        let columns: [(name: String, type: String)]
+        /// The constrained columns: name, SQL type and whether it holds floating-point
+        /// numbers, as the scope's table has them (its members inherit the same columns).
+        let columns: [(name: String, type: String, floating: Bool)]
     }
 
     let keys: [Keys]
@@ -45,11 +46,9 @@ struct FamilyUniqueness {
             let scope = layouts[Int(c.scope)]
             let k = perScope[c.scope, default: 0]
             perScope[c.scope] = k + 1
-            let columns = c.columns.compactMap { scope.column($0) }.map { (name: $0.name, type: $0.kind.sqlType) }
+            let columns = c.columns.compactMap { scope.column($0) }.map { (name: $0.name, type: $0.kind.sqlType, floating: $0.kind.isFloating) }
             keys.append(
-                Keys(
-                    constraint: c, tableName: "_pk_unique_\(scope.entityName)_\(k)", functionName: "pk_uqf_\(scope.entityName)_\(k)",
-                    columns: columns))
+                Keys(constraint: c, tableName: "_pk_unique_\(c.scope)_\(k)", functionName: "pk_uqf_\(c.scope)_\(k)", columns: columns))
         }
         self.keys = keys
     }
@@ -70,18 +69,28 @@ struct FamilyUniqueness {
         let table = qualified(k.tableName)
         let names = k.columns.map { quote($0.name) }
         let list = names.joined(separator: ", ")
+        // NaN is stored as NULL: PostgreSQL's unique check takes NaN for equal to NaN, where
+        // the model's constraints take a row holding NaN for distinct from every other.
+        func values(_ row: String) -> String {
+            k.columns.map { c in c.floating ? "NULLIF(\(row)\(quote(c.name)), 'NaN')" : "\(row)\(quote(c.name))" }
+                .joined(separator: ", ")
+        }
+        // Writers wait while the key table is filled and its triggers made: a row written in
+        // between would be missing from it, or one deleted kept.
+        let members = k.constraint.members.map { layouts[Int($0)].table }.joined(separator: ", ")
+        statements.append("LOCK TABLE \(members) IN SHARE ROW EXCLUSIVE MODE")
         statements.append(
             "CREATE TABLE \(table) (\"entity\" integer NOT NULL, \"pk\" bigint NOT NULL, "
                 + k.columns.map { "\(quote($0.name)) \($0.type), " }.joined() + "PRIMARY KEY (\"entity\", \"pk\"))")
         for m in k.constraint.members {
             statements.append(
-                "INSERT INTO \(table) (\"entity\", \"pk\", \(list)) SELECT \(m), \"_pk\", \(list) FROM \(layouts[Int(m)].table)")
+                "INSERT INTO \(table) (\"entity\", \"pk\", \(list)) SELECT \(m), \"_pk\", \(values("")) FROM \(layouts[Int(m)].table)")
         }
         statements.append(
             "ALTER TABLE \(table) ADD CONSTRAINT \(quote(k.tableName + "_key")) UNIQUE (\(list)) DEFERRABLE INITIALLY DEFERRED")
         // The row's entity comes as the trigger's argument: keys are counted per entity,
         // so `_pk` alone does not name a row of the family.
-        let newValues = names.map { "NEW.\($0)" }.joined(separator: ", ")
+        let newValues = values("NEW.")
         statements.append(
             """
             CREATE FUNCTION \(qualified(k.functionName))() RETURNS trigger LANGUAGE plpgsql AS $pk$
@@ -146,7 +155,8 @@ struct FamilyUniqueness {
     }
 
     /// Drops every key table and trigger function of the schema (the triggers go with their
-    /// functions), whatever model made them: a migration's steps then change tables freely.
+    /// functions), whatever model made them (named by entity or, from earlier builds, by
+    /// entity name): a migration's steps then change tables freely.
     static func dropAll(schema: String, on c: PostgreSQLConnection) throws {
         let functions = try c.execute(
             """

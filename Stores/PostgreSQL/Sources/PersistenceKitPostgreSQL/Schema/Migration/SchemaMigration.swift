@@ -101,9 +101,15 @@ enum SchemaMigration {
             let updated = try c.execute(
                 "UPDATE \(metadataTable) SET value = $3 WHERE key = $1 AND value = $2",
                 [.text(PersistenceKitModelLayoutHashKey), .text(stored), .text(destination.modelLayoutHash)], prepare: false)
-            // Only migrations change the hash, one at a time (the session lock): it is the
-            // one the steps were planned from.
-            assert(updated.affected == 1, "the stored model hash changed during a migration")
+            // Migrations of this build run one at a time (the session lock), so the hash is the
+            // one the steps were planned from; a build without that lock may have migrated
+            // meanwhile: then nothing of these steps is committed.
+            guard updated.affected == 1 else {
+                throw PostgreSQLStoreError(
+                    .query, target: target,
+                    "schema \(schema) was migrated by another process while this one migrated it; nothing of this migration "
+                        + "was committed: load the store again.")
+            }
             try c.execute("COMMIT")
             committed.withLock { $0[schema, default: 0] += 1 }
         } catch {
