@@ -125,4 +125,16 @@ struct ValidationPredicateTests {
             "NSValidationStringTooShortError", "NSValidationStringTooLongError", "NSValidationStringPatternMatchingError",
         ])
     }
+
+    @Test("A regular expression that does not compile is refused when the model file is read, typed")
+    func badPattern() throws {
+        let folder = try TemporaryFolder()
+        let file = folder.url.appendingPathComponent("Bad.xcdatamodel")
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
+        let xml = Self.itemModel.replacingOccurrences(of: "regularExpressionString=\"[a-z]+\"", with: "regularExpressionString=\"[a-z\"")
+        try Data(xml.utf8).write(to: file.appendingPathComponent("contents"))
+        let error = #expect(throws: ModelFileError.self) { _ = try NSManagedObjectModel(modelFileAt: file) }
+        #expect(error?.kind == .invalidRegularExpression("[a-z"))
+        #expect(error?.property == "name")
+    }
 }

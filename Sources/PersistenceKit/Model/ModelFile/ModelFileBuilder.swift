@@ -165,6 +165,11 @@ struct ModelFileBuilder {
             }
         }
         if type == .stringAttributeType, let pattern = element.attributes["regularExpressionString"], !pattern.isEmpty {
+            // Checked here: a pattern that does not compile would fail every value's save.
+            guard (try? NSRegularExpression(pattern: pattern)) != nil else {
+                throw ModelFileError(
+                    .invalidRegularExpression(pattern), url: url, line: element.line, entity: entity, property: attribute.name)
+            }
             predicates.append(NSPredicate(format: "SELF MATCHES %@", pattern))
             warnings.append("NSValidationStringPatternMatchingError")
         }

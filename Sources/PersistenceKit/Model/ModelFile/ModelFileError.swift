@@ -33,6 +33,8 @@ public struct ModelFileError: Error, CustomStringConvertible, Sendable, Equatabl
         case unknownProperty(String)
         /// A number attribute (named) that is not an integer.
         case invalidNumber(String)
+        /// An attribute's regular expression (`regularExpressionString`) that does not compile.
+        case invalidRegularExpression(String)
     }
 
     /// What is wrong.
@@ -87,6 +89,8 @@ public struct ModelFileError: Error, CustomStringConvertible, Sendable, Equatabl
             what = "'\(name)' is not a property of the entity"
         case let .invalidNumber(name):
             what = "'\(name)' is not an integer"
+        case let .invalidRegularExpression(pattern):
+            what = "the regular expression '\(pattern)' does not compile"
         }
         return "PersistenceKit: cannot read the model file \(place): \(what)."
     }
