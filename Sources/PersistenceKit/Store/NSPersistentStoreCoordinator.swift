@@ -23,6 +23,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
     private let stores = Lock<[any PersistentStore]>([])
     /// The identifiers of the stores added with ``NSReadOnlyPersistentStoreOption``.
     private let readOnlyStores = Lock<Set<String>>([])
+    /// Whether ``readOnlyStores`` ever held one: until then the check each save makes (three
+    /// times) is one atomic load, not a lock and a hash of the store's identifier.
+    private let everAddedReadOnly = Atomic<Bool>(false)
     /// Serializes commits: one writer at a time across all contexts of this coordinator. It
     /// guards the number of commits attempted (kept for nothing else): a lock around a
     /// zero-sized value gave that value the object's own address, and Thread Sanitizer
@@ -166,7 +169,10 @@ public final class NSPersistentStoreCoordinator: Sendable {
                 // Marked before it is added, so that no save through this coordinator reaches it
                 // unrefused; the mark goes again if adding fails.
                 let readOnly = Self.opensReadOnly(options)
-                if readOnly { readOnlyStores.withLock { _ = $0.insert(store.identifier) } }
+                if readOnly {
+                    readOnlyStores.withLock { _ = $0.insert(store.identifier) }
+                    everAddedReadOnly.store(true, ordering: .releasing)
+                }
                 do {
                     try addPersistentStore(store)
                 } catch {
@@ -291,7 +297,7 @@ public final class NSPersistentStoreCoordinator: Sendable {
             return list.count < before
         }
         if removed {
-            readOnlyStores.withLock { _ = $0.remove(store.identifier) }
+            if everAddedReadOnly.load(ordering: .acquiring) { readOnlyStores.withLock { _ = $0.remove(store.identifier) } }
             let live = Self.remoteChangeObservers.withLock { table -> [NSPersistentStoreCoordinator] in
                 let live = table[store.identifier]?.compactMap(\.coordinator) ?? []
                 let kept = live.filter { $0 !== self }
@@ -336,7 +342,9 @@ public final class NSPersistentStoreCoordinator: Sendable {
     }
 
     /// Whether `store` was added with ``NSReadOnlyPersistentStoreOption``.
-    func isAddedReadOnly(_ store: any PersistentStore) -> Bool { readOnlyStores.withLock { $0.contains(store.identifier) } }
+    func isAddedReadOnly(_ store: any PersistentStore) -> Bool {
+        everAddedReadOnly.load(ordering: .acquiring) && readOnlyStores.withLock { $0.contains(store.identifier) }
+    }
 
     /// Whether the ID belongs to this coordinator's model and one of its stores.
     func owns(_ id: NSManagedObjectID) -> Bool {
