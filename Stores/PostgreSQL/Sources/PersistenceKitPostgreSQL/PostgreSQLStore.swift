@@ -104,8 +104,12 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
     ///
     /// - Throws: ``PostgreSQLStoreError`` `.invalidURL` when neither names a server.
     static func connectionInfo(url: URL?, options: [String: String]) throws(PostgreSQLStoreError) -> (conninfo: String, target: String) {
+        // The description's timeout (``PersistenceKit/NSPersistentStoreTimeoutOption``) as
+        // libpq's `connect_timeout`, whole seconds, unless the connection names one itself.
+        let timeout = options[NSPersistentStoreTimeoutOption].flatMap(Double.init).map { max(1, Int($0.rounded(.up))) }
         if let keywords = options[connectionStringOptionKey] {
-            return (keywords, redacted(keywords))
+            guard let timeout, !keywords.contains("connect_timeout") else { return (keywords, redacted(keywords)) }
+            return (keywords + " connect_timeout=\(timeout)", redacted(keywords))
         }
         guard let url, url.scheme == "postgresql" || url.scheme == "postgres" else {
             throw PostgreSQLStoreError(
@@ -115,7 +119,11 @@ public final class PostgreSQLStore: PersistentStore, RemoteChangeReporting {
         }
         var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
         shown?.password = nil
-        return (url.absoluteString, shown?.string ?? url.host ?? "PostgreSQL")
+        var conninfo = url.absoluteString
+        if let timeout, !conninfo.contains("connect_timeout") {
+            conninfo += (conninfo.contains("?") ? "&" : "?") + "connect_timeout=\(timeout)"
+        }
+        return (conninfo, shown?.string ?? url.host ?? "PostgreSQL")
     }
 
     /// Opens the store at `url` (a `postgresql://` or `postgres://` URL), creating its
