@@ -248,9 +248,7 @@ extension InMemoryStore {
     ///
     /// - Throws: ``CoreDataError`` `.persistentStoreOperation` for a query generation's snapshot.
     public func setMetadata(_ metadata: [String: String]) throws {
-        if isSnapshot {
-            throw CoreDataError(.persistentStoreOperation, "a query generation's snapshot of store \(identifier) is read-only.")
-        }
+        try refuseIfSnapshot("setting metadata")
         let entries = metadata.filter { baseMetadata[$0.key] == nil }
         state.withLock { $0.userMetadata = entries }
     }

@@ -104,7 +104,8 @@ extension NSPersistentStoreCoordinator {
 
     /// Sets the application's metadata entries of the file store at `url` without loading
     /// it (see ``setMetadata(_:for:)``): through the store when it is open in this process,
-    /// otherwise under its lock.
+    /// otherwise under its lock. `options` is taken for Core Data's signature; no option
+    /// changes what it does.
     ///
     /// - Throws: ``CoreDataError`` `.persistentStoreInvalidType` for a type other than
     ///   ``NSFileStoreType``, `.persistentStoreOperation` for a value that is not a `String`,

@@ -8,7 +8,7 @@ import Foundation
 extension FileStore {
     /// See ``PersistentStore``.
     public func allocatePrimaryKeys(entity: Int32, count: Int) throws -> ClosedRange<Int64> {
-        try refuseIfSnapshot("allocating primary keys")
+        try refuseWriting("allocating primary keys")
         return try state.withLock { s throws(FileStoreError) -> ClosedRange<Int64> in
             try prepare(&s)
             try checkEntity(entity, "allocating primary keys")
@@ -36,7 +36,7 @@ extension FileStore {
     /// save. Kept only in memory, keys that `obtainPermanentIDs(for:)` handed out would be
     /// handed out again after a reopen, giving a new object the ID an unsaved one had had.
     public func recordAllocatedKeys(entities: [Int32]) throws {
-        try refuseIfSnapshot("recording allocated keys")
+        try refuseWriting("recording allocated keys")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
             for e in entities { try checkEntity(e, "recording allocated keys") }
@@ -163,7 +163,7 @@ extension FileStore {
 
     /// See ``PersistentStore``.
     public func commit(_ transaction: StoreTransaction) throws -> StoreCommitResult {
-        try refuseIfSnapshot("saving")
+        try refuseWriting("saving")
         var transaction = transaction
         return try state.withLock { s throws(FileStoreError) -> StoreCommitResult in
             try prepare(&s)

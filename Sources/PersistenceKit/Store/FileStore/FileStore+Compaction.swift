@@ -9,7 +9,6 @@ extension FileStore {
     /// Live data past the format's record limit cannot go into one checkpoint: such a file
     /// is left to grow (see Docs/StoreFormat.md).
     func compactIfNeeded(_ s: inout State) throws(FileStoreError) {
-        if options.readOnly { return }  // never written (see `refuseIfSnapshot`)
         let live =
             s.liveBytes + s.history.byteCount + FileStoreFormat.headerSize + modelRecordSize + FileStoreFormat.recordOverhead + 6
             + 12 * s.tables.count
@@ -25,7 +24,7 @@ extension FileStore {
     ///   holds everything), `.corrupt` when the new file fails its check (likewise), or
     ///   `.limitExceeded` when the live data does not fit in one record.
     public func compact() throws {
-        try refuseIfSnapshot("compacting")
+        try refuseWriting("compacting")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
             try compact(&s)

@@ -28,7 +28,7 @@ extension FileStore {
     /// (synced like a save), then drops the transactions from memory; the file gives their
     /// bytes back at its next compaction.
     public func deleteHistory(before bound: StoreHistoryBound) throws -> Int {
-        try refuseIfSnapshot("deleting history")
+        try refuseWriting("deleting history")
         return try state.withLock { s throws(FileStoreError) -> Int in
             try prepare(&s)
             guard let end = s.history.deletionEnd(bound) else { return 0 }
@@ -88,7 +88,7 @@ extension FileStore {
     /// Throws for every write to a query generation's snapshot or to a store opened
     /// read-only. A read-only open holds no lock: a write there (a compaction renaming its
     /// old image over the file) could replace what a writing process saved since.
-    func refuseIfSnapshot(_ what: String) throws(FileStoreError) {
+    func refuseWriting(_ what: String) throws(FileStoreError) {
         if options.readOnly { throw Self.readOnlyError(path) }
         guard isSnapshot else { return }
         throw FileStoreError(
@@ -104,7 +104,7 @@ extension FileStore {
     /// "after this point" (the history before it is not carried over). Does nothing for a
     /// store that already holds records.
     func continueHistory(after token: UInt64) throws(FileStoreError) {
-        try refuseIfSnapshot("continuing history")
+        try refuseWriting("continuing history")
         try state.withLock { s throws(FileStoreError) in
             try prepare(&s)
             // No record but the model record a new file starts with.

@@ -10,6 +10,9 @@ import Foundation
 // made again without `destroy`) is ignored.
 extension FileStore {
     static let userMetadataSuffix = "-metadata"
+    /// The metadata keys the store sets itself (``baseMetadata``), which an application's
+    /// entries never replace.
+    static let ownMetadataKeys: Set<String> = [NSStoreTypeKey, NSStoreUUIDKey, PersistenceKitModelLayoutHashKey, "ModelVersionHash"]
     private static let userMetadataMagic: [UInt8] = Array("PKMETA01".utf8)
 
     /// The metadata entries the sidecar beside `path` holds, with the identifier of the store
@@ -88,7 +91,7 @@ extension FileStore {
     /// ``setMetadata(_:)`` with its typed error.
     func writeMetadata(_ metadata: [String: String]) throws(FileStoreError) {
         if options.readOnly || isSnapshot { throw Self.readOnlyError(path) }
-        let entries = metadata.filter { baseMetadata[$0.key] == nil }
+        let entries = metadata.filter { !Self.ownMetadataKeys.contains($0.key) }
         // Under the store's lock, the copy too: two calls at once leave the file and the copy
         // with the same call's entries.
         try state.withLock { s throws(FileStoreError) in
@@ -127,8 +130,7 @@ extension FileStore {
                 lock.release()
             }
             let header = try readHeader(at: path)
-            let base: Set<String> = [NSStoreTypeKey, NSStoreUUIDKey, PersistenceKitModelLayoutHashKey, "ModelVersionHash"]
-            try writeUserMetadata(metadata.filter { !base.contains($0.key) }, path: path, storeID: header.storeID, fs: fs)
+            try writeUserMetadata(metadata.filter { !ownMetadataKeys.contains($0.key) }, path: path, storeID: header.storeID, fs: fs)
         }
     }
 }

@@ -390,6 +390,7 @@ public final class FileStore: PersistentStore {
             PersistenceKitModelLayoutHashKey: model.layoutHashString,
             "ModelVersionHash": model.versionHashString,
         ]
+        assert(Set(baseMetadata.keys) == Self.ownMetadataKeys, "the store's own metadata keys and `ownMetadataKeys` differ")
         self.userMetadata = Lock(sidecar?.storeID == opened.storeID ? sidecar?.entries ?? [:] : [:])
         self.state = Lock(opened.state)
     }

@@ -248,7 +248,7 @@ extension PostgreSQLStore {
     public func setMetadata(_ metadata: [String: String]) throws {
         try refuseIfReadOnly()
         let entries = metadata.filter { baseMetadata[$0.key] == nil && !SchemaBuilder.ownKeys.contains($0.key) }
-        let table = "\(quote(schema)).\(quote("_pk_metadata"))"
+        let table = SchemaBuilder.metadataTable(schema)
         // Under the lock for the whole write: two calls at once leave the table and this
         // process's copy with the same call's entries.
         try metadataWrites.withLock { _ in try writeMetadata(entries, table: table) }

@@ -26,7 +26,18 @@ struct SchemaBuilder {
     /// The uniqueness constraints that span an entity family, kept in key tables.
     var family: FamilyUniqueness { FamilyUniqueness(layouts: layouts, support: support, schema: schema) }
 
-    var metadataTable: String { "\(quote(schema)).\(quote("_pk_metadata"))" }
+    var metadataTable: String { Self.metadataTable(schema) }
+
+    /// The metadata table of the store in `schema`, schema-qualified and quoted.
+    static func metadataTable(_ schema: String) -> String { "\(quote(schema)).\(quote("_pk_metadata"))" }
+
+    /// Every row of the metadata table of the store in `schema`, key → value.
+    static func metadataValues(_ schema: String, on c: PostgreSQLConnection) throws -> [String: String] {
+        let r = try c.execute("SELECT key, value FROM \(metadataTable(schema))")
+        var values: [String: String] = [:]
+        for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
+        return values
+    }
     var keysTable: String { "\(quote(schema)).\(quote("_pk_keys"))" }
 
     /// Opens (creating when missing, unless not `creating`) the store in one transaction,
@@ -104,9 +115,7 @@ struct SchemaBuilder {
     }
 
     private func read(_ c: PostgreSQLConnection) throws -> Opened {
-        let r = try c.execute("SELECT key, value FROM \(metadataTable)")
-        var values: [String: String] = [:]
-        for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
+        let values = try Self.metadataValues(schema, on: c)
         return Opened(
             identifier: values[NSStoreUUIDKey] ?? "", layoutHash: values[PersistenceKitModelLayoutHashKey] ?? "",
             layoutVersion: values[PostgreSQLStore.layoutVersionKey] ?? "", entries: values.filter { !Self.ownKeys.contains($0.key) })

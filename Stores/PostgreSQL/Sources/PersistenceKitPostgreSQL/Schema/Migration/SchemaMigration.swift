@@ -64,12 +64,9 @@ enum SchemaMigration {
 
     /// The stored model hash, once the layout is checked; nil when the schema holds no store.
     private static func storedVersion(schema: String, target: String, on c: PostgreSQLConnection) throws -> String? {
-        let metadataTable = "\(quote(schema)).\(quote("_pk_metadata"))"
-        let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(metadataTable)], prepare: false)
+        let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(SchemaBuilder.metadataTable(schema))], prepare: false)
         guard exists.text(0, 0) == "t" else { return nil }
-        let r = try c.execute("SELECT key, value FROM \(metadataTable)")
-        var values: [String: String] = [:]
-        for i in 0..<r.count { values[r.text(i, 0)] = r.text(i, 1) }
+        let values = try SchemaBuilder.metadataValues(schema, on: c)
         // A store of another table layout is not migrated: its tables are not the ones the
         // steps expect.
         try SchemaBuilder.checkLayout(values[PostgreSQLStore.layoutVersionKey] ?? "", schema: schema, target: target)
@@ -80,7 +77,7 @@ enum SchemaMigration {
     /// The store must be at `stored` (the migration lock keeps it there).
     private static func commit(_ steps: [StoreMigrationStep], from stored: String, schema: String, target: String, on c: PostgreSQLConnection) throws {
         guard let last = steps.last else { return }
-        let metadataTable = "\(quote(schema)).\(quote("_pk_metadata"))"
+        let metadataTable = SchemaBuilder.metadataTable(schema)
         try c.execute("BEGIN")
         do {
             // The lock a store's creation takes (and an open that adds family key tables).
